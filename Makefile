@@ -1,0 +1,112 @@
+# rdmablk: an RDMA-backed network block device.
+#   make                 build into build/
+#   make check           unit tests, then integration tests over real RDMA
+#                        (in a QEMU guest when this host has no RDMA device)
+#   make demo            the main job, end to end
+#   make bench           performance side by side (QUICK=1 for a short run)
+#   make SANITIZE=1 ...  the same with ASan and UBSan, built into build-san/
+
+SANITIZE ?= 0
+ifeq ($(SANITIZE),1)
+BUILD ?= build-san
+SANFLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+else
+BUILD ?= build
+SANFLAGS :=
+endif
+
+CC      ?= cc
+PREFIX  ?= /usr/local
+DESTDIR ?=
+SYSCONFDIR ?= /etc
+CFLAGS  ?= -O2 -g
+WARN    := -Wall -Wextra -Werror -Wstrict-prototypes -Wmissing-prototypes \
+           -Wshadow -Wpointer-arith -Wcast-qual -Wsign-compare -Wformat=2 \
+           -Wvla -Wundef
+CPPFLAGS += -D_GNU_SOURCE -Icommon -Iinitiator
+ALL_CFLAGS = -std=gnu11 -fPIC $(CFLAGS) $(WARN) $(SANFLAGS) -MMD -MP
+LDFLAGS += $(SANFLAGS)
+VERBS_LIBS := -lrdmacm -libverbs -lpthread
+TARGET_LIBS := $(VERBS_LIBS) -lcrypto
+INIT_LIBS := $(VERBS_LIBS) -lcrypto
+
+NBDKIT_PLUGINDIR := $(shell pkg-config nbdkit --variable=plugindir 2>/dev/null || echo $(PREFIX)/lib/nbdkit/plugins)
+
+COMMON_SRCS    := $(sort $(wildcard common/*.c))
+TARGET_SRCS    := $(sort $(wildcard target/*.c))
+INITIATOR_SRCS := $(sort $(wildcard initiator/*.c))
+PLUGIN_SRCS    := $(sort $(wildcard plugin/*.c))
+UNIT_SRCS      := $(sort $(wildcard tests/unit/test-*.c))
+TOOL_SRCS      := $(sort $(wildcard tests/tools/*.c))
+
+obj = $(patsubst %.c,$(BUILD)/%.o,$(1))
+COMMON_OBJS    := $(call obj,$(COMMON_SRCS))
+TARGET_OBJS    := $(call obj,$(TARGET_SRCS))
+TARGET_LIBOBJS := $(filter-out $(BUILD)/target/main.o,$(TARGET_OBJS))
+INITIATOR_OBJS := $(call obj,$(INITIATOR_SRCS))
+PLUGIN_OBJS    := $(call obj,$(PLUGIN_SRCS))
+UNIT_BINS      := $(patsubst tests/unit/%.c,$(BUILD)/tests/unit/%,$(UNIT_SRCS))
+TOOL_BINS      := $(patsubst tests/tools/%.c,$(BUILD)/tests/%,$(TOOL_SRCS))
+
+TARGET_BIN := $(BUILD)/rdmablk-target
+LIB        := $(BUILD)/librdmablk.a
+PLUGIN     := $(BUILD)/nbdkit-rdma-plugin.so
+
+.PHONY: all check check-unit check-integration check-long demo bench install clean
+
+all: $(TARGET_BIN) $(LIB) $(PLUGIN) $(TOOL_BINS) $(UNIT_BINS)
+
+$(BUILD)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) -c $< -o $@
+
+$(TARGET_BIN): $(TARGET_OBJS) $(COMMON_OBJS)
+	$(CC) $(LDFLAGS) -o $@ $^ $(TARGET_LIBS)
+
+$(LIB): $(INITIATOR_OBJS) $(COMMON_OBJS)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(PLUGIN): $(PLUGIN_OBJS) $(LIB)
+	$(CC) $(LDFLAGS) -shared -Wl,-z,defs -o $@ $(PLUGIN_OBJS) $(LIB) $(INIT_LIBS)
+
+# Unit tests link everything but the target's main().
+$(BUILD)/tests/unit/%: $(BUILD)/tests/unit/%.o $(TARGET_LIBOBJS) $(LIB)
+	$(CC) $(LDFLAGS) -o $@ $< $(TARGET_LIBOBJS) $(LIB) $(TARGET_LIBS)
+
+$(BUILD)/tests/%: $(BUILD)/tests/tools/%.o $(LIB)
+	$(CC) $(LDFLAGS) -o $@ $< $(LIB) $(INIT_LIBS)
+
+export RDMABLK_BUILD := $(abspath $(BUILD))
+export RDMABLK_SANITIZE := $(SANITIZE)
+
+check: all
+	tests/run-check
+
+check-unit: all
+	tests/run-check --unit-only
+
+check-integration: all
+	tests/run-integration
+
+check-long: all
+	RDMABLK_LONG=1 tests/run-check
+
+demo:
+	scripts/install-deps
+	$(MAKE) all
+	scripts/demo
+
+bench: all
+	scripts/bench $(if $(QUICK),--quick)
+
+install: $(TARGET_BIN) $(PLUGIN)
+	install -d $(DESTDIR)$(PREFIX)/sbin $(DESTDIR)$(NBDKIT_PLUGINDIR) $(DESTDIR)$(SYSCONFDIR)/rdmablk
+	install -m 0755 $(TARGET_BIN) $(DESTDIR)$(PREFIX)/sbin/rdmablk-target
+	install -m 0755 $(PLUGIN) $(DESTDIR)$(NBDKIT_PLUGINDIR)/nbdkit-rdma-plugin.so
+	install -m 0644 target/rdmablk.conf.example $(DESTDIR)$(SYSCONFDIR)/rdmablk/rdmablk.conf.example
+
+clean:
+	rm -rf build build-san
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
