@@ -80,7 +80,9 @@ $(BUILD)/tests/%: $(BUILD)/tests/tools/%.o $(LIB)
 export RDMABLK_BUILD := $(abspath $(BUILD))
 export RDMABLK_SANITIZE := $(SANITIZE)
 
-check: all
+check:
+	scripts/install-deps
+	$(MAKE) all
 	tests/run-check
 
 check-unit: all
@@ -89,7 +91,9 @@ check-unit: all
 check-integration: all
 	tests/run-integration
 
-check-long: all
+check-long:
+	scripts/install-deps
+	$(MAKE) all
 	RDMABLK_LONG=1 tests/run-check
 
 demo:

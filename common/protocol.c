@@ -123,7 +123,8 @@ rb_hello_encode(void *buf, const struct rb_hello_info *h)
 	m->queue_depth = htole16(h->queue_depth);
 	m->max_io = htole32(h->max_io);
 	memcpy(m->nonce, h->nonce, RB_NONCE_LEN);
-	strncpy(m->export_name, h->export_name, RB_EXPORT_NAME_MAX);
+	memcpy(m->export_name, h->export_name,
+	       strnlen(h->export_name, RB_EXPORT_NAME_MAX));
 	return sizeof(*m);
 }
 
@@ -240,7 +241,8 @@ rb_hello_reply_encode(void *buf, const struct rb_export_info *e)
 	m->pref_block = htole32(e->pref_block);
 	m->max_io = htole32(e->max_io);
 	m->inline_max = htole32(e->inline_max);
-	strncpy(m->description, e->description, RB_DESCRIPTION_MAX);
+	memcpy(m->description, e->description,
+	       strnlen(e->description, RB_DESCRIPTION_MAX));
 	return sizeof(*m);
 }
 

@@ -1,0 +1,265 @@
+# tests/lib.sh: helpers sourced by every integration test, tests/test-*.sh.
+# shellcheck shell=bash
+#
+# A test looks like:
+#
+#   #!/bin/bash
+#   . "$(dirname "$0")/lib.sh"
+#   requires nbd-client              # exit 77 (skip) when a command is missing
+#   require_rdma                     # fail (exit 1) when no RDMA device is usable
+#   start_target "$T/target.conf"    # waits until the target listens
+#   start_nbdkit addr="$RDMABLK_ADDR"
+#   step nbdinfo nbdinfo "$NBD_URI"  # output goes to $LOGS/nbdinfo.log
+#   ok "exported"
+#
+# Exit status: 0 pass, 1 fail, 77 skip. On failure, the cleanup trap prints every file in
+# $LOGS, so no failing output is hidden; on any exit it kills every tracked process, runs the
+# on_exit commands and removes $T (unless KEEP_TMP=1).
+#
+# Variables set here:
+#   TOP       the checkout                     BUILD   $TOP/build unless set
+#   TEST_NAME basename of the test, no .sh     T       private temp dir (mktemp -d under /tmp)
+#   LOGS      $T/logs, one file per step       TMPDIR  $T/tmp (exported)
+#   RDMABLK_ADDR  defaults to 10.55.0.1 (the guest's rxe address; exported)
+
+set -eu -o pipefail
+
+TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+BUILD=${BUILD:-$TOP/build}
+TEST_NAME=$(basename "$0" .sh)
+RDMABLK_ADDR=${RDMABLK_ADDR:-10.55.0.1}
+export RDMABLK_ADDR
+
+T=$(mktemp -d "/tmp/rdmablk-$TEST_NAME.XXXXXX")
+LOGS=$T/logs
+mkdir -p "$LOGS" "$T/tmp"
+TMPDIR=$T/tmp
+export TMPDIR
+
+_tracked_pids=()
+_exit_cmds=()
+
+top() { printf '%s\n' "$TOP"; }
+
+# ---------------------------------------------------------------- reporting
+
+fail() {
+    echo "FAIL: $TEST_NAME: $*" >&2
+    exit 1
+}
+
+ok() {
+    echo "ok: $*"
+}
+
+skip() {
+    echo "SKIP: $TEST_NAME: $*"
+    exit 77
+}
+
+# requires CMD...: skip the test (exit 77) when a command is missing.
+requires() {
+    local c
+    for c in "$@"; do
+        command -v "$c" >/dev/null 2>&1 || skip "requires $c"
+    done
+}
+
+# requires_file PATH...: skip when a file (e.g. a build product) is missing.
+requires_file() {
+    local f
+    for f in "$@"; do
+        [ -e "$f" ] || skip "requires $f"
+    done
+}
+
+# require_rdma: fail, not skip, when no RDMA device with an ACTIVE port is visible or
+# RDMABLK_ADDR is not an address of this machine: a broken guest must fail loudly.
+require_rdma() {
+    local f active=
+    for f in /sys/class/infiniband/*/ports/*/state; do
+        if [ -r "$f" ] && grep -q ACTIVE "$f"; then
+            active=$f
+            break
+        fi
+    done
+    [ -n "$active" ] ||
+        fail "no RDMA device with an ACTIVE port (without native RDMA use tests/run-integration)"
+    ip -o addr show | awk '{ sub(/\/.*/, "", $4); print $4 }' | grep -qxF "$RDMABLK_ADDR" ||
+        fail "RDMABLK_ADDR=$RDMABLK_ADDR is not an address of this machine"
+}
+
+# ---------------------------------------------------------------- processes and cleanup
+
+# track_pid PID...: kill these processes when the test exits.
+track_pid() {
+    _tracked_pids+=("$@")
+}
+
+# on_exit CMD...: run CMD (e.g. nbd-client -d /dev/nbd0) at exit, before the kills, newest first.
+on_exit() {
+    local q
+    printf -v q '%q ' "$@"
+    _exit_cmds+=("$q")
+}
+
+# _kill_wait PID: SIGTERM, up to 10 s of grace, then SIGKILL.
+_kill_wait() {
+    local pid=$1 i
+    kill -0 "$pid" 2>/dev/null || return 0
+    kill -TERM "$pid" 2>/dev/null || return 0
+    for ((i = 0; i < 100; i++)); do
+        _gone "$pid" && break
+        sleep 0.1
+    done
+    if kill -0 "$pid" 2>/dev/null; then
+        echo "$TEST_NAME: pid $pid ignored SIGTERM, sending SIGKILL" >&2
+        kill -KILL "$pid" 2>/dev/null || true
+    fi
+    wait "$pid" 2>/dev/null || true
+}
+
+_cleanup() {
+    local rc=$? i f
+    trap - EXIT
+    set +e
+    for ((i = ${#_exit_cmds[@]} - 1; i >= 0; i--)); do
+        eval "${_exit_cmds[i]}" >>"$LOGS/cleanup.log" 2>&1
+    done
+    for ((i = ${#_tracked_pids[@]} - 1; i >= 0; i--)); do
+        _kill_wait "${_tracked_pids[i]}"
+    done
+    for f in $(jobs -p); do
+        _kill_wait "$f"
+    done
+    if [ "$rc" -ne 0 ] && [ "$rc" -ne 77 ]; then
+        echo "---- $TEST_NAME failed (exit $rc); logs of every step follow" >&2
+        for f in "$LOGS"/*; do
+            [ -f "$f" ] || continue
+            echo "---- ${f##*/}" >&2
+            cat "$f" >&2
+        done
+        echo "---- end of logs of $TEST_NAME" >&2
+    fi
+    if [ "${KEEP_TMP:-0}" = 1 ]; then
+        echo "$TEST_NAME: kept $T" >&2
+    else
+        rm -rf "$T"
+    fi
+    exit "$rc"
+}
+trap _cleanup EXIT
+trap 'echo "$TEST_NAME: interrupted" >&2; exit 130' INT
+trap 'echo "$TEST_NAME: terminated (timeout?)" >&2; exit 143' TERM
+
+# step NAME CMD...: run CMD with its output in $LOGS/NAME.log; returns CMD's status.
+step() {
+    local name=$1
+    shift
+    echo "+ $*" >>"$LOGS/$name.log"
+    "$@" >>"$LOGS/$name.log" 2>&1
+}
+
+# ---------------------------------------------------------------- waiting
+
+# wait_for TIMEOUT_SECS CMD...: run CMD every 0.1 s until it succeeds; returns 1 on timeout and
+# shows the last attempt's output. Under TCG everything is slow: be generous.
+wait_for() {
+    local timeout=$1 deadline out
+    shift
+    out=$T/wait_for.out
+    deadline=$((SECONDS + timeout))
+    while :; do
+        if "$@" >"$out" 2>&1; then
+            return 0
+        fi
+        if [ "$SECONDS" -ge "$deadline" ]; then
+            echo "$TEST_NAME: timed out after ${timeout}s waiting for: $*" >&2
+            sed 's/^/  | /' "$out" >&2
+            return 1
+        fi
+        sleep 0.1
+    done
+}
+
+# _gone PID: true when PID no longer runs (it is absent or a zombie waiting to be reaped).
+_gone() {
+    [ ! -e "/proc/$1" ] || [ "$(awk '{ print $3 }' "/proc/$1/stat" 2>/dev/null)" = Z ]
+}
+
+# wait_exit TIMEOUT PID: wait until PID (a child of the test) exits and return its exit
+# status; 124 on timeout (PID is left running). Unlike `kill -0`, sees through zombies.
+wait_exit() {
+    local timeout=$1 pid=$2
+    wait_for "$timeout" _gone "$pid" || return 124
+    wait "$pid"
+}
+
+# wait_for_file PATH [TIMEOUT=60]: wait until PATH exists and is not empty.
+wait_for_file() {
+    wait_for "${2:-60}" test -s "$1"
+}
+
+# wait_for_socket PATH [TIMEOUT=60]: wait until PATH is a socket.
+wait_for_socket() {
+    wait_for "${2:-60}" test -S "$1"
+}
+
+# _wait_started NAME PID PIDFILE [SOCKET]: wait for the pidfile (and socket) of a daemon we
+# started; fail with its log if it exits first.
+_wait_started() {
+    local name=$1 pid=$2 pidfile=$3 sock=${4:-} deadline rc
+    deadline=$((SECONDS + ${START_TIMEOUT:-120}))
+    while :; do
+        if [ -s "$pidfile" ] && { [ -z "$sock" ] || [ -S "$sock" ]; }; then
+            return 0
+        fi
+        if ! kill -0 "$pid" 2>/dev/null; then
+            wait "$pid" 2>/dev/null && rc=0 || rc=$?
+            fail "$name exited (status $rc) before it was ready; see $name.log"
+        fi
+        [ "$SECONDS" -lt "$deadline" ] || fail "$name not ready after ${START_TIMEOUT:-120}s"
+        sleep 0.1
+    done
+}
+
+# ---------------------------------------------------------------- daemons
+
+# start_target CONF [ARGS...]: start rdmablk-target in the foreground (as a tracked background
+# job) and wait until it listens (it writes the pidfile only then). Sets TARGET_PID.
+# Several targets: set TARGET_NAME (default "target"), which names $T/NAME.pid and NAME.log.
+start_target() {
+    local conf=$1 name=${TARGET_NAME:-target}
+    shift
+    [ -x "$BUILD/rdmablk-target" ] || fail "$BUILD/rdmablk-target not built (run make)"
+    rm -f "$T/$name.pid"
+    "$BUILD/rdmablk-target" -c "$conf" -f -p "$T/$name.pid" "$@" >"$LOGS/$name.log" 2>&1 &
+    TARGET_PID=$!
+    track_pid "$TARGET_PID"
+    _wait_started "$name" "$TARGET_PID" "$T/$name.pid"
+}
+
+# start_nbdkit [NBDKIT-OPTIONS...] [PLUGIN-ARGS...]: serve $NBDKIT_PLUGIN (default the rdma
+# plugin, $BUILD/nbdkit-rdma-plugin.so) on the Unix socket $NBD_SOCK. Leading arguments that
+# start with '-' (e.g. --filter=delay, -r) go to nbdkit before the plugin; the rest
+# (key=value) go to the plugin. Waits for the pidfile and socket. Sets NBDKIT_PID, NBD_SOCK
+# and NBD_URI (nbd+unix:///?socket=...).
+start_nbdkit() {
+    local opts=() plugin=${NBDKIT_PLUGIN:-$BUILD/nbdkit-rdma-plugin.so}
+    while [ $# -gt 0 ] && [ "${1#-}" != "$1" ]; do
+        opts+=("$1")
+        shift
+    done
+    case $plugin in
+    */*) [ -e "$plugin" ] || fail "$plugin not built (run make)" ;;
+    esac
+    NBD_SOCK=$T/nbd.sock
+    NBD_URI="nbd+unix:///?socket=$NBD_SOCK"
+    export NBD_SOCK NBD_URI
+    rm -f "$T/nbdkit.pid" "$NBD_SOCK"
+    nbdkit --foreground --unix "$NBD_SOCK" --pidfile "$T/nbdkit.pid" "${opts[@]}" \
+        "$plugin" "$@" >"$LOGS/nbdkit.log" 2>&1 &
+    NBDKIT_PID=$!
+    track_pid "$NBDKIT_PID"
+    _wait_started nbdkit "$NBDKIT_PID" "$T/nbdkit.pid" "$NBD_SOCK"
+}
