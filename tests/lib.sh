@@ -25,7 +25,7 @@
 set -eu -o pipefail
 
 TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-BUILD=${BUILD:-$TOP/build}
+BUILD=${BUILD:-${RDMABLK_BUILD:-$TOP/build}}
 TEST_NAME=$(basename "$0" .sh)
 RDMABLK_ADDR=${RDMABLK_ADDR:-10.55.0.1}
 export RDMABLK_ADDR

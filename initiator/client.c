@@ -1,0 +1,354 @@
+/* The public client: first connection with retries, and reconnecting with
+ * bounded back-off when a connection dies. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "internal.h"
+#include "util.h"
+
+#define BACKOFF_FIRST_NS   (50 * 1000000ull)
+#define BACKOFF_MAX_NS     (2000 * 1000000ull)
+#define RETRY_FIRST_NS     (500 * 1000000ull)
+#define RETRY_MAX_NS       (8000 * 1000000ull)
+#define MAX_QUEUE_DEPTH    1024
+
+struct rb_client {
+	struct rb_conn_cfg    cfg;
+	uint64_t              timeout_ns;
+	unsigned              retry;
+	struct rb_export_desc desc;
+	struct rb_stats       stats;
+
+	pthread_mutex_t       lock;       /* conn, connecting */
+	pthread_cond_t        cond;       /* a connect attempt finished */
+	struct rb_conn       *conn;       /* current; may be dead */
+	int                   connecting;
+};
+
+void
+rb_opts_init(struct rb_opts *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->port = RB_DEFAULT_PORT;
+	o->queue_depth = RB_DEFAULT_QUEUE_DEPTH;
+	o->max_io = RB_DEFAULT_MAX_IO;
+	o->timeout_s = RB_DEFAULT_TIMEOUT_S;
+	o->keepalive_s = RB_DEFAULT_KEEPALIVE_S;
+}
+
+static void
+sleep_ns(uint64_t ns)
+{
+	struct timespec ts = { .tv_sec = (time_t)(ns / 1000000000u),
+			       .tv_nsec = (long)(ns % 1000000000u) };
+
+	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+		;
+}
+
+/* Errors that another attempt cannot fix. */
+static int
+permanent(int r)
+{
+	return r == -ENOENT || r == -EACCES || r == -EPROTO || r == -ENODEV ||
+	       r == -EINVAL || r == -EPERM || r == -ENOMEM;
+}
+
+static int
+cfg_from_opts(struct rb_client *c, const struct rb_opts *o, int need_export)
+{
+	const char *why = "";
+
+	if (o->host == NULL || strlen(o->host) >= sizeof(c->cfg.host)) {
+		rb_log(RB_LOG_ERROR, "no target address given");
+		return -EINVAL;
+	}
+	if (need_export && (o->export_name == NULL ||
+			    rb_export_name_valid(o->export_name, &why) < 0)) {
+		rb_log(RB_LOG_ERROR, "export name '%s': %s",
+		       o->export_name ? o->export_name : "", o->export_name ? why : "missing");
+		return -EINVAL;
+	}
+	if (o->queue_depth < 1 || o->queue_depth > MAX_QUEUE_DEPTH) {
+		rb_log(RB_LOG_ERROR, "queue depth %u is not in 1..%u",
+		       o->queue_depth, MAX_QUEUE_DEPTH);
+		return -EINVAL;
+	}
+	if (o->max_io < 4096 || o->max_io % 4096 != 0 || o->max_io > (64u << 20)) {
+		rb_log(RB_LOG_ERROR, "max-io %u is not a multiple of 4096 in 4K..64M",
+		       o->max_io);
+		return -EINVAL;
+	}
+	if (o->timeout_s == 0) {
+		rb_log(RB_LOG_ERROR, "timeout must be at least 1 second");
+		return -EINVAL;
+	}
+	memset(&c->cfg, 0, sizeof(c->cfg));
+	snprintf(c->cfg.host, sizeof(c->cfg.host), "%s", o->host);
+	c->cfg.port = o->port;
+	if (o->export_name != NULL)
+		snprintf(c->cfg.export_name, sizeof(c->cfg.export_name), "%s",
+			 o->export_name);
+	c->cfg.queue_depth = o->queue_depth;
+	c->cfg.max_io = o->max_io;
+	c->cfg.keepalive_ns = (uint64_t)o->keepalive_s * 1000000000u;
+	c->cfg.busy_poll = o->busy_poll;
+	c->cfg.stats = &c->stats;
+	c->timeout_ns = (uint64_t)o->timeout_s * 1000000000u;
+	c->retry = o->retry;
+	return 0;
+}
+
+/* The first connection: retry+1 attempts, each bounded by the timeout. */
+static int
+first_connect(struct rb_client *c, int list_only, struct rb_conn **out)
+{
+	char errbuf[RB_ERRBUF] = "";
+	uint64_t backoff = RETRY_FIRST_NS;
+	unsigned attempt;
+	int r = -EIO;
+
+	for (attempt = 0; attempt <= c->retry; attempt++) {
+		if (attempt > 0) {
+			rb_log(RB_LOG_DEBUG, "%s; retrying in %llu ms (%u left)",
+			       errbuf, (unsigned long long)(backoff / 1000000),
+			       c->retry - attempt + 1);
+			sleep_ns(backoff);
+			backoff = backoff * 2 > RETRY_MAX_NS ? RETRY_MAX_NS : backoff * 2;
+		}
+		r = rb_conn_create(&c->cfg, list_only, rb_now_ns() + c->timeout_ns,
+				   out, errbuf);
+		if (r == 0 || permanent(r))
+			break;
+	}
+	if (r < 0)
+		rb_log(RB_LOG_ERROR, "%s", errbuf);
+	return r;
+}
+
+static void
+desc_from_conn(struct rb_export_desc *d, const struct rb_conn *conn)
+{
+	memset(d, 0, sizeof(*d));
+	d->size = conn->exp.size;
+	d->flags = conn->exp.flags;
+	d->min_block = conn->exp.min_block;
+	d->pref_block = conn->exp.pref_block;
+	d->max_io = conn->exp.max_io;
+	d->inline_max = conn->exp.inline_max;
+	d->queue_depth = conn->exp.queue_depth;
+	snprintf(d->description, sizeof(d->description), "%s", conn->exp.description);
+}
+
+int
+rb_client_open(const struct rb_opts *o, struct rb_client **out)
+{
+	struct rb_client *c = calloc(1, sizeof(*c));
+	pthread_condattr_t ca;
+	int r;
+
+	if (c == NULL) {
+		rb_log(RB_LOG_ERROR, "out of memory");
+		return -ENOMEM;
+	}
+	r = cfg_from_opts(c, o, 1);
+	if (r < 0)
+		goto out_free;
+	r = first_connect(c, 0, &c->conn);
+	if (r < 0)
+		goto out_free;
+	desc_from_conn(&c->desc, c->conn);
+	pthread_mutex_init(&c->lock, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&c->cond, &ca);
+	pthread_condattr_destroy(&ca);
+	*out = c;
+	return 0;
+
+out_free:
+	free(c);
+	return r;
+}
+
+/* Every caller must have returned from its I/O. */
+void
+rb_client_close(struct rb_client *c)
+{
+	if (c == NULL)
+		return;
+	if (c->conn != NULL)
+		rb_conn_unref(c->conn);
+	pthread_cond_destroy(&c->cond);
+	pthread_mutex_destroy(&c->lock);
+	free(c);
+}
+
+const struct rb_export_desc *
+rb_client_export(const struct rb_client *c)
+{
+	return &c->desc;
+}
+
+void
+rb_client_stats(struct rb_client *c, struct rb_stats *s)
+{
+	s->requests = __atomic_load_n(&c->stats.requests, __ATOMIC_RELAXED);
+	s->resent = __atomic_load_n(&c->stats.resent, __ATOMIC_RELAXED);
+	s->reconnects = __atomic_load_n(&c->stats.reconnects, __ATOMIC_RELAXED);
+	s->copy_ns = __atomic_load_n(&c->stats.copy_ns, __ATOMIC_RELAXED);
+	s->copy_bytes = __atomic_load_n(&c->stats.copy_bytes, __ATOMIC_RELAXED);
+	s->keepalives = __atomic_load_n(&c->stats.keepalives, __ATOMIC_RELAXED);
+}
+
+/* A new connection must describe the same export we promised callers. */
+static int
+same_export(const struct rb_client *c, const struct rb_conn *conn, char *errbuf)
+{
+	const struct rb_export_info *e = &conn->exp;
+
+	if (e->size != c->desc.size || e->max_io < c->desc.max_io ||
+	    e->min_block > c->desc.min_block ||
+	    (e->flags & RB_EXP_READ_ONLY) != (c->desc.flags & RB_EXP_READ_ONLY)) {
+		rb_seterr(errbuf, "export '%s' changed across a reconnect (size, "
+			  "block sizes or read-only)", c->cfg.export_name);
+		return -EIO;
+	}
+	return 0;
+}
+
+/* Connect again until the deadline, with exponential back-off capped at
+ * BACKOFF_MAX_NS.  Called by exactly one thread at a time. */
+static struct rb_conn *
+reconnect(struct rb_client *c, uint64_t deadline_ns, int *err)
+{
+	char errbuf[RB_ERRBUF] = "";
+	uint64_t backoff = BACKOFF_FIRST_NS, now;
+	struct rb_conn *conn;
+	int r;
+
+	for (;;) {
+		r = rb_conn_create(&c->cfg, 0, deadline_ns, &conn, errbuf);
+		if (r == 0) {
+			r = same_export(c, conn, errbuf);
+			if (r == 0) {
+				__atomic_add_fetch(&c->stats.reconnects, 1, __ATOMIC_RELAXED);
+				rb_log(RB_LOG_ERROR, "reconnected to %s:%u",
+				       c->cfg.host, c->cfg.port);
+				return conn;
+			}
+			rb_conn_unref(conn);
+			break;
+		}
+		if (permanent(r))
+			break;
+		now = rb_now_ns();
+		if (now + backoff >= deadline_ns)
+			break;
+		rb_log(RB_LOG_DEBUG, "reconnect: %s; next attempt in %llu ms",
+		       errbuf, (unsigned long long)(backoff / 1000000));
+		sleep_ns(backoff);
+		backoff = backoff * 2 > BACKOFF_MAX_NS ? BACKOFF_MAX_NS : backoff * 2;
+	}
+	rb_log(RB_LOG_ERROR, "reconnect to %s:%u failed: %s", c->cfg.host,
+	       c->cfg.port, errbuf);
+	*err = r == -ETIMEDOUT || !permanent(r) ? -EIO : r;
+	return NULL;
+}
+
+/* A live connection with a reference for the caller, or NULL and *err. */
+static struct rb_conn *
+get_conn(struct rb_client *c, uint64_t deadline_ns, int *err)
+{
+	struct rb_conn *conn, *old;
+	struct timespec ts = { .tv_sec = (time_t)(deadline_ns / 1000000000u),
+			       .tv_nsec = (long)(deadline_ns % 1000000000u) };
+
+	pthread_mutex_lock(&c->lock);
+	for (;;) {
+		conn = c->conn;
+		if (conn != NULL && !__atomic_load_n(&conn->dead, __ATOMIC_ACQUIRE)) {
+			rb_conn_ref(conn);
+			pthread_mutex_unlock(&c->lock);
+			return conn;
+		}
+		if (c->connecting) {
+			if (pthread_cond_timedwait(&c->cond, &c->lock, &ts) == ETIMEDOUT) {
+				pthread_mutex_unlock(&c->lock);
+				rb_log(RB_LOG_ERROR, "%s:%u: not reconnected within the "
+				       "timeout", c->cfg.host, c->cfg.port);
+				*err = -EIO;
+				return NULL;
+			}
+			continue;
+		}
+		old = c->conn;
+		c->conn = NULL;
+		c->connecting = 1;
+		pthread_mutex_unlock(&c->lock);
+
+		if (old != NULL)
+			rb_conn_unref(old);
+		conn = reconnect(c, deadline_ns, err);
+
+		pthread_mutex_lock(&c->lock);
+		c->connecting = 0;
+		c->conn = conn;
+		pthread_cond_broadcast(&c->cond);
+		if (conn == NULL) {
+			pthread_mutex_unlock(&c->lock);
+			return NULL;
+		}
+	}
+}
+
+int
+rb_client_submit(struct rb_client *c, struct rb_io *io)
+{
+	uint64_t deadline = rb_now_ns() + c->timeout_ns;
+	struct rb_conn *conn;
+	int r;
+
+	for (;;) {
+		conn = get_conn(c, deadline, &r);
+		if (conn == NULL)
+			return r;
+		r = rb_conn_request(conn, io, deadline);
+		rb_conn_unref(conn);
+		if (r != -EAGAIN)
+			return r;
+		/* Never acknowledged: resend on a new connection. */
+		__atomic_add_fetch(&c->stats.resent, 1, __ATOMIC_RELAXED);
+		if (rb_now_ns() >= deadline) {
+			rb_log(RB_LOG_ERROR, "%s %u@%llu: connection lost and not "
+			       "restored within the timeout", rb_opcode_name(io->opcode),
+			       io->length, (unsigned long long)io->offset);
+			return -EIO;
+		}
+	}
+}
+
+int
+rb_list_exports(const struct rb_opts *o, rb_list_fn *cb, void *opaque)
+{
+	struct rb_client c;
+	struct rb_conn *conn;
+	char errbuf[RB_ERRBUF] = "";
+	int r;
+
+	memset(&c, 0, sizeof(c));
+	r = cfg_from_opts(&c, o, 0);
+	if (r < 0)
+		return r;
+	r = first_connect(&c, 1, &conn);
+	if (r < 0)
+		return r;
+	r = rb_handshake_list(conn, rb_now_ns() + c.timeout_ns, cb, opaque, errbuf);
+	if (r < 0 && errbuf[0] != '\0')
+		rb_log(RB_LOG_ERROR, "%s", errbuf);
+	rb_conn_unref(conn);
+	return r;
+}

@@ -1,0 +1,270 @@
+/* One RDMA connection: verbs resources, matched create/destroy, refcount. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+#include "util.h"
+
+static int
+set_nonblock(int fd)
+{
+	int fl = fcntl(fd, F_GETFL);
+
+	if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0)
+		return -errno;
+	return 0;
+}
+
+void *
+rb_conn_recv_buf(struct rb_conn *conn, uint32_t index)
+{
+	return (char *)conn->recv.base + (size_t)index * RB_RECV_BUF_SIZE;
+}
+
+int
+rb_conn_post_recv(struct rb_conn *conn, uint32_t index)
+{
+	struct ibv_sge sge = {
+		.addr = (uintptr_t)rb_conn_recv_buf(conn, index),
+		.length = RB_RECV_BUF_SIZE,
+		.lkey = conn->recv.mr->lkey,
+	};
+	struct ibv_recv_wr wr = {
+		.wr_id = (uintptr_t)&conn->recv_ctx[index],
+		.sg_list = &sge,
+		.num_sge = 1,
+	}, *bad;
+
+	return -ibv_post_recv(conn->id->qp, &wr, &bad);
+}
+
+/* PD, completion channel, CQ and an RC QP; the caps the provider returns
+ * are checked against what we need. */
+static int
+create_qp(struct rb_conn *conn, char *errbuf)
+{
+	struct ibv_qp_init_attr attr;
+	unsigned want_send = conn->nsend_bufs, want_recv = conn->nrecv;
+
+	conn->pd = ibv_alloc_pd(conn->id->verbs);
+	if (conn->pd == NULL) {
+		rb_seterr(errbuf, "ibv_alloc_pd: %s", strerror(errno));
+		return -EIO;
+	}
+	conn->comp_ch = ibv_create_comp_channel(conn->id->verbs);
+	if (conn->comp_ch == NULL || set_nonblock(conn->comp_ch->fd) < 0) {
+		rb_seterr(errbuf, "ibv_create_comp_channel: %s", strerror(errno));
+		return -EIO;
+	}
+	conn->cq = ibv_create_cq(conn->id->verbs, (int)(want_send + want_recv),
+				 conn, conn->comp_ch, 0);
+	if (conn->cq == NULL) {
+		rb_seterr(errbuf, "ibv_create_cq %u entries: %s",
+			  want_send + want_recv, strerror(errno));
+		return -EIO;
+	}
+	memset(&attr, 0, sizeof(attr));
+	attr.send_cq = conn->cq;
+	attr.recv_cq = conn->cq;
+	attr.qp_type = IBV_QPT_RC;
+	attr.sq_sig_all = 0;
+	attr.cap.max_send_wr = want_send;
+	attr.cap.max_recv_wr = want_recv;
+	attr.cap.max_send_sge = 1;
+	attr.cap.max_recv_sge = 1;
+	if (rdma_create_qp(conn->id, conn->pd, &attr) != 0) {
+		rb_seterr(errbuf, "rdma_create_qp (%u send, %u recv): %s",
+			  want_send, want_recv, strerror(errno));
+		return -EIO;
+	}
+	conn->qp_created = 1;
+	if (attr.cap.max_send_wr < want_send || attr.cap.max_recv_wr < want_recv ||
+	    attr.cap.max_send_sge < 1 || attr.cap.max_recv_sge < 1) {
+		rb_seterr(errbuf, "rdma_create_qp granted %u send / %u recv WRs, "
+			  "need %u / %u", attr.cap.max_send_wr, attr.cap.max_recv_wr,
+			  want_send, want_recv);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+/* Receive ring and send buffers, and every receive posted before connect. */
+static int
+create_buffers(struct rb_conn *conn, char *errbuf)
+{
+	unsigned i;
+	int r;
+
+	r = rb_region_create(&conn->recv, conn->pd,
+			     (size_t)conn->nrecv * RB_RECV_BUF_SIZE,
+			     IBV_ACCESS_LOCAL_WRITE, errbuf);
+	if (r < 0)
+		return r;
+	r = rb_region_create(&conn->send, conn->pd,
+			     (size_t)conn->nsend_bufs * RB_RECV_BUF_SIZE,
+			     IBV_ACCESS_LOCAL_WRITE, errbuf);
+	if (r < 0)
+		return r;
+	conn->recv_ctx = calloc(conn->nrecv, sizeof(*conn->recv_ctx));
+	if (conn->recv_ctx == NULL) {
+		rb_seterr(errbuf, "out of memory");
+		return -ENOMEM;
+	}
+	conn->ctrl_ctx.kind = RB_WR_SEND_CTRL;
+	for (i = 0; i < conn->nrecv; i++) {
+		conn->recv_ctx[i].kind = RB_WR_RECV;
+		conn->recv_ctx[i].index = i;
+		r = rb_conn_post_recv(conn, i);
+		if (r < 0) {
+			rb_seterr(errbuf, "ibv_post_recv: %s", strerror(-r));
+			return r;
+		}
+	}
+	return 0;
+}
+
+/* Undo whatever rb_conn_create got to, in reverse order.  The QP is
+ * destroyed before any memory region is deregistered: after that no work
+ * request and no target RDMA can touch our buffers. */
+static void
+conn_destroy(struct rb_conn *conn)
+{
+	rb_cq_stop(conn);
+	if (conn->connected && !conn->disconnect_sent)
+		rdma_disconnect(conn->id);
+	if (conn->qp_created)
+		rdma_destroy_qp(conn->id);
+	rb_slots_destroy(conn);
+	rb_region_destroy(&conn->send);
+	rb_region_destroy(&conn->recv);
+	free(conn->recv_ctx);
+	if (conn->cq != NULL)
+		ibv_destroy_cq(conn->cq);
+	if (conn->comp_ch != NULL)
+		ibv_destroy_comp_channel(conn->comp_ch);
+	if (conn->pd != NULL)
+		ibv_dealloc_pd(conn->pd);
+	if (conn->id != NULL)
+		rdma_destroy_id(conn->id);
+	if (conn->cm_ch != NULL)
+		rdma_destroy_event_channel(conn->cm_ch);
+	pthread_cond_destroy(&conn->slot_cond);
+	pthread_mutex_destroy(&conn->lock);
+	free(conn);
+}
+
+int
+rb_conn_create(const struct rb_conn_cfg *cfg, int list_only, uint64_t deadline_ns,
+	       struct rb_conn **out, char *errbuf)
+{
+	struct rb_conn *conn;
+	pthread_condattr_t ca;
+	int r;
+
+	conn = calloc(1, sizeof(*conn));
+	if (conn == NULL) {
+		rb_seterr(errbuf, "out of memory");
+		return -ENOMEM;
+	}
+	conn->cfg = *cfg;
+	conn->refs = 1;
+	conn->free_head = -1;
+	conn->stop_fd = -1;
+	conn->nrecv = cfg->queue_depth + 1;
+	conn->nsend_bufs = cfg->queue_depth + 1;
+	pthread_mutex_init(&conn->lock, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&conn->slot_cond, &ca);
+	pthread_condattr_destroy(&ca);
+
+	if (rb_sockaddr_parse(cfg->host, cfg->port, &conn->dst, &conn->dst_len) < 0) {
+		rb_seterr(errbuf, "%s: not a numeric IPv4 or IPv6 address", cfg->host);
+		r = -EINVAL;
+		goto out_destroy;
+	}
+	conn->cm_ch = rdma_create_event_channel();
+	if (conn->cm_ch == NULL) {
+		/* No /dev/infiniband/rdma_cm: no RDMA stack at all. */
+		rb_seterr(errbuf, "no RDMA device can reach %s: create one with "
+			  "scripts/rxe-setup (Soft-RoCE) or run in the guest "
+			  "(scripts/vm-run)", cfg->host);
+		r = -ENODEV;
+		goto out_destroy;
+	}
+	if (set_nonblock(conn->cm_ch->fd) < 0 ||
+	    rdma_create_id(conn->cm_ch, &conn->id, conn, RDMA_PS_TCP) != 0) {
+		r = -errno;
+		rb_seterr(errbuf, "rdma_create_id: %s", strerror(errno));
+		conn->id = NULL;
+		goto out_destroy;
+	}
+	r = rb_cm_resolve(conn, deadline_ns, errbuf);
+	if (r < 0)
+		goto out_destroy;
+	r = create_qp(conn, errbuf);
+	if (r < 0)
+		goto out_destroy;
+	r = create_buffers(conn, errbuf);
+	if (r < 0)
+		goto out_destroy;
+	r = rb_cm_connect(conn, deadline_ns, errbuf);
+	if (r < 0)
+		goto out_destroy;
+	conn->last_rx_ns = rb_now_ns();
+	if (!list_only) {
+		r = rb_handshake_hello(conn, deadline_ns, errbuf);
+		if (r < 0)
+			goto out_destroy;
+		r = rb_slots_create(conn, errbuf);
+		if (r < 0)
+			goto out_destroy;
+		r = rb_cq_start(conn, errbuf);
+		if (r < 0)
+			goto out_destroy;
+	}
+	*out = conn;
+	return 0;
+
+out_destroy:
+	conn_destroy(conn);
+	return r;
+}
+
+void
+rb_conn_ref(struct rb_conn *conn)
+{
+	pthread_mutex_lock(&conn->lock);
+	conn->refs++;
+	pthread_mutex_unlock(&conn->lock);
+}
+
+/* The last reference destroys; the completion thread never holds one. */
+void
+rb_conn_unref(struct rb_conn *conn)
+{
+	int last;
+
+	pthread_mutex_lock(&conn->lock);
+	last = --conn->refs == 0;
+	pthread_mutex_unlock(&conn->lock);
+	if (last)
+		conn_destroy(conn);
+}
+
+void
+rb_conn_mark_dead_locked(struct rb_conn *conn, const char *why)
+{
+	unsigned i;
+
+	if (conn->dead)
+		return;
+	__atomic_store_n(&conn->dead, 1, __ATOMIC_RELEASE);
+	rb_log(RB_LOG_ERROR, "connection to %s:%u lost: %s", conn->cfg.host,
+	       conn->cfg.port, why);
+	for (i = 0; i < conn->nslots; i++)
+		pthread_cond_broadcast(&conn->slots[i].cond);
+	pthread_cond_broadcast(&conn->slot_cond);
+}

@@ -1,0 +1,191 @@
+/* Private to initiator/: one RDMA connection and its request slots. */
+#ifndef RDMABLK_INTERNAL_H
+#define RDMABLK_INTERNAL_H
+
+#include <pthread.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include <infiniband/verbs.h>
+#include <rdma/rdma_cma.h>
+
+#include "protocol.h"
+#include "rdmablk.h"
+
+#define RB_ERRBUF 256
+
+/* ---- log.c ---- */
+void rb_log(enum rb_log_level level, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+/* Format a failure reason into errbuf (RB_ERRBUF bytes) for the caller to
+ * log or to retry quietly. */
+void rb_seterr(char *errbuf, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+/* "no such export", "address not allowed", ... for a wire error code. */
+const char *rb_reason(uint16_t err);
+
+/* ---- region.c: one registered memory region ---- */
+struct rb_region {
+	void          *base;
+	size_t         size;
+	struct ibv_mr *mr;
+};
+int  rb_region_create(struct rb_region *r, struct ibv_pd *pd, size_t size,
+		      int access, char *errbuf);
+void rb_region_destroy(struct rb_region *r);
+
+/* ---- the connection ---- */
+
+/* wr_id of every work request points to one of these. */
+enum rb_wr_kind {
+	RB_WR_RECV,        /* a receive buffer, index into the recv ring */
+	RB_WR_SEND_SLOT,   /* a request SEND, index = slot */
+	RB_WR_SEND_CTRL,   /* the HELLO or LIST SEND */
+};
+struct rb_wr_ctx {
+	enum rb_wr_kind kind;
+	uint32_t        index;
+};
+
+/* One request slot: a credit, a send buffer and a data buffer. */
+enum rb_slot_state {
+	RB_SLOT_FREE,      /* on the free list: no WR and no target access */
+	RB_SLOT_POSTED,    /* SEND posted; waiting for its completion and reply */
+	RB_SLOT_DONE,      /* send completed and reply arrived: owner may reuse */
+};
+
+struct rb_slot {
+	struct rb_wr_ctx    ctx;        /* wr_id of the request SEND */
+	enum rb_slot_state  state;
+	int                 waiter;     /* 0: nobody waits (keepalive NOP) */
+	int                 send_done;
+	int                 replied;
+	uint64_t            gen;        /* bumped per use: stale tags miss */
+	uint8_t             opcode;
+	struct rb_rep_info  rep;
+	pthread_cond_t      cond;       /* state changes, for the waiter */
+	void               *send_buf;   /* RB_RECV_BUF_SIZE bytes */
+	void               *data;       /* max_io bytes in the data pool */
+	uint32_t            rkey;       /* the key the target uses for data */
+	int                 next_free;
+};
+
+/* tag = generation << 16 | slot index */
+#define RB_TAG_INDEX_BITS 16
+static inline uint64_t rb_tag(uint32_t index, uint64_t gen)
+{
+	return gen << RB_TAG_INDEX_BITS | index;
+}
+
+/* What a connection is asked to do; copied from rb_opts. */
+struct rb_conn_cfg {
+	char      host[64];
+	uint16_t  port;
+	char      export_name[RB_EXPORT_NAME_MAX + 1];
+	unsigned  queue_depth;
+	uint32_t  max_io;
+	uint64_t  keepalive_ns;
+	int       busy_poll;
+	struct rb_stats *stats;    /* the client's counters, updated atomically */
+};
+
+struct rb_conn {
+	struct rb_conn_cfg          cfg;
+	struct sockaddr_storage     dst;
+	socklen_t                   dst_len;
+
+	struct rdma_event_channel  *cm_ch;
+	struct rdma_cm_id          *id;
+	struct ibv_pd              *pd;
+	struct ibv_comp_channel    *comp_ch;
+	struct ibv_cq              *cq;
+	int                         qp_created;
+	int                         connected;
+
+	unsigned                    nrecv;      /* receives posted: wanted + 1 */
+	struct rb_wr_ctx           *recv_ctx;
+	struct rb_region            recv;
+	struct rb_region            send;       /* nsend_bufs x RB_RECV_BUF_SIZE */
+	unsigned                    nsend_bufs; /* wanted + 1; the last is control */
+	struct rb_wr_ctx            ctrl_ctx;
+	struct rb_region            data;       /* nslots x max_io */
+
+	unsigned                    cm_qd;      /* granted in the CM accept */
+	struct rb_export_info       exp;        /* the HELLO_REPLY */
+
+	pthread_mutex_t             lock;       /* everything below */
+	pthread_cond_t              slot_cond;  /* a slot was freed or conn died */
+	struct rb_slot             *slots;
+	unsigned                    nslots;     /* granted queue depth */
+	unsigned                    data_credits; /* slots data requests may use */
+	unsigned                    inflight;   /* slots not FREE */
+	int                         free_head;
+	int                         dead;
+	int                         disconnect_sent;
+	int                         refs;
+	uint64_t                    last_rx_ns;
+	uint64_t                    nop_sent_ns;
+	int                         nop_inflight;
+
+	pthread_t                   cq_thread;
+	int                         cq_thread_started;
+	int                         stop_fd;    /* eventfd: stop the thread */
+	int                         stop;       /* atomic */
+};
+
+/* conn.c: verbs resources, matched create/destroy, refcount. */
+int  rb_conn_create(const struct rb_conn_cfg *cfg, int list_only,
+		    uint64_t deadline_ns, struct rb_conn **out, char *errbuf);
+void rb_conn_ref(struct rb_conn *conn);
+void rb_conn_unref(struct rb_conn *conn);
+/* Under conn->lock: mark dead once, log why, wake every waiter. */
+void rb_conn_mark_dead_locked(struct rb_conn *conn, const char *why);
+/* Post one receive buffer again.  0 or -errno. */
+int  rb_conn_post_recv(struct rb_conn *conn, uint32_t index);
+void *rb_conn_recv_buf(struct rb_conn *conn, uint32_t index);
+
+/* cm.c: address and route resolution, connect and reject decoding. */
+int  rb_cm_resolve(struct rb_conn *conn, uint64_t deadline_ns, char *errbuf);
+int  rb_cm_connect(struct rb_conn *conn, uint64_t deadline_ns, char *errbuf);
+/* Handle pending CM events after connecting (DISCONNECTED...). */
+void rb_cm_poll_events(struct rb_conn *conn);
+
+/* handshake.c: HELLO or LIST, before the completion thread runs. */
+int  rb_handshake_hello(struct rb_conn *conn, uint64_t deadline_ns, char *errbuf);
+int  rb_handshake_list(struct rb_conn *conn, uint64_t deadline_ns,
+		       rb_list_fn *cb, void *opaque, char *errbuf);
+
+/* slots.c: the data pool and slot table (sized from the granted depth). */
+int  rb_slots_create(struct rb_conn *conn, char *errbuf);
+void rb_slots_destroy(struct rb_conn *conn);
+/* Under conn->lock.  NULL when no credit is free. */
+struct rb_slot *rb_slot_get_locked(struct rb_conn *conn, int keepalive);
+void rb_slot_put_locked(struct rb_conn *conn, struct rb_slot *s);
+
+/* cq.c: the completion thread. */
+int  rb_cq_start(struct rb_conn *conn, char *errbuf);
+void rb_cq_stop(struct rb_conn *conn);
+/* Post a request SEND for slot s; under conn->lock or by its owner. */
+int  rb_post_request(struct rb_conn *conn, struct rb_slot *s,
+		     const struct rb_req_info *ri);
+
+/* request.c: one request on one connection. */
+struct rb_io {
+	uint8_t     opcode;
+	uint16_t    flags;      /* RB_REQ_* */
+	uint64_t    offset;
+	uint32_t    length;
+	void       *rbuf;       /* READ destination ... */
+	uint32_t    copy_off;   /* ... gets data[copy_off, copy_off + copy_len) */
+	uint32_t    copy_len;
+	const void *wbuf;       /* WRITE source */
+	uint8_t     rep_flags;  /* out: RB_REP_* */
+};
+/* 0, a negative errno (final), or -EAGAIN: the connection died before a
+ * reply arrived, so the request may be resent on a new connection. */
+int rb_conn_request(struct rb_conn *conn, struct rb_io *io, uint64_t deadline_ns);
+
+/* client.c: send one request, reconnecting and resending as needed. */
+int rb_client_submit(struct rb_client *c, struct rb_io *io);
+
+#endif

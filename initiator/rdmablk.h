@@ -1,0 +1,107 @@
+/* rdmablk initiator library: a block device client over RDMA (RC, RDMA CM).
+ *
+ * One struct rb_client is one logical connection to one export.  It is safe
+ * to call every I/O function from many threads at once on one client; up to
+ * the granted queue depth of requests are then in flight together.  When the
+ * connection dies (target restart, keepalive timeout, transport error) the
+ * next request reconnects with bounded back-off and requests that were never
+ * acknowledged are resent; a write is reported done only after the target
+ * replied success for it.
+ *
+ * Every function returns 0 or a negative errno value: -EIO (transport
+ * failure, timeout, target I/O error), -EPERM (read-only export), -ENOSPC,
+ * -EINVAL, ... (see rb_error_to_errno in common/protocol.h).  The reason for
+ * a failure is logged once, where it happened, through the log hook.
+ *
+ * Data path cost: the caller's buffer is copied into (writes) or out of
+ * (reads) a pre-registered pool buffer, so no memory is registered on the
+ * I/O path.  The copy is timed; rb_client_stats() reports the cumulative
+ * copy time and bytes (see initiator/NOTES.md for measured numbers).
+ */
+#ifndef RDMABLK_H
+#define RDMABLK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define RDMABLK_VERSION "0.1.0"
+
+#define RB_DEFAULT_QUEUE_DEPTH  32
+#define RB_DEFAULT_MAX_IO       (1024u * 1024u)
+#define RB_DEFAULT_TIMEOUT_S    30
+#define RB_DEFAULT_KEEPALIVE_S  2
+
+struct rb_opts {
+	const char *host;          /* numeric IPv4 or IPv6 address of the target */
+	uint16_t    port;          /* default RB_DEFAULT_PORT */
+	const char *export_name;   /* required for rb_client_open */
+	unsigned    queue_depth;   /* wanted outstanding requests (1..1024) */
+	uint32_t    max_io;        /* wanted largest request, bytes */
+	unsigned    timeout_s;     /* per-request deadline, also bounds connecting */
+	unsigned    keepalive_s;   /* NOP when idle this long; 0 disables */
+	unsigned    retry;         /* extra attempts for the first connection */
+	int         busy_poll;     /* completion thread spins instead of sleeping */
+};
+
+/* Fills the defaults; host and export_name stay NULL. */
+void rb_opts_init(struct rb_opts *o);
+
+/* What the target granted for this export (from its HELLO_REPLY). */
+struct rb_export_desc {
+	uint64_t size;             /* bytes */
+	uint32_t flags;            /* RB_EXP_* from protocol.h */
+	uint32_t min_block;
+	uint32_t pref_block;
+	uint32_t max_io;
+	uint32_t inline_max;
+	unsigned queue_depth;      /* granted */
+	char     description[128];
+};
+
+struct rb_stats {
+	uint64_t requests;         /* replies received for data requests */
+	uint64_t resent;           /* requests resent after a reconnect */
+	uint64_t reconnects;       /* connections made after the first */
+	uint64_t copy_ns;          /* cumulative time in pool <-> caller copies */
+	uint64_t copy_bytes;       /* bytes copied */
+	uint64_t keepalives;       /* NOPs sent */
+};
+
+/* I/O flags. */
+#define RB_IO_FUA      0x1u    /* write/trim/zero: durable before returning */
+#define RB_IO_NO_HOLE  0x2u    /* zero: allocate, do not punch a hole */
+
+struct rb_client;
+
+int  rb_client_open(const struct rb_opts *o, struct rb_client **out);
+void rb_client_close(struct rb_client *c);
+const struct rb_export_desc *rb_client_export(const struct rb_client *c);
+void rb_client_stats(struct rb_client *c, struct rb_stats *s);
+
+/* Any length; split into max_io pieces.  Unaligned ranges are allowed for
+ * reads; writes, trims and zeroes must be aligned to min_block. */
+int rb_read(struct rb_client *c, void *buf, size_t len, uint64_t off);
+/* With RB_IO_FUA, fails with -EIO unless the target confirmed durability. */
+int rb_write(struct rb_client *c, const void *buf, size_t len, uint64_t off,
+	     unsigned flags);
+/* Durable on the target's stable storage when it returns 0. */
+int rb_flush(struct rb_client *c);
+int rb_trim(struct rb_client *c, uint64_t len, uint64_t off, unsigned flags);
+int rb_zero(struct rb_client *c, uint64_t len, uint64_t off, unsigned flags);
+
+/* Ask the target for the exports this address may see: cb is called once
+ * per export; a non-zero return from cb stops and is returned. */
+typedef int rb_list_fn(void *opaque, const char *name, const char *description);
+int rb_list_exports(const struct rb_opts *o, rb_list_fn *cb, void *opaque);
+
+/* Logging hook.  Default: errors to stderr prefixed "rdmablk: ", debug
+ * messages dropped.  The hook may be called from the completion thread. */
+enum rb_log_level { RB_LOG_ERROR, RB_LOG_DEBUG };
+typedef void rb_log_fn(enum rb_log_level level, const char *msg);
+void rb_set_log(rb_log_fn *fn);
+
+/* Returns a short description of the installed verbs library, e.g.
+ * "libibverbs.so.1.14.44.0, 1 device(s)", for --dump-plugin. */
+const char *rb_verbs_info(char *buf, size_t size);
+
+#endif

@@ -1,0 +1,92 @@
+/* Request slots and the pre-registered data pool, sized from the granted
+ * queue depth and max-io.  Each slot owns one max-io data buffer. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+int
+rb_slots_create(struct rb_conn *conn, char *errbuf)
+{
+	unsigned i, n = conn->exp.queue_depth;
+	pthread_condattr_t ca;
+	int r;
+
+	/* The target RDMA WRITEs read data into these buffers and RDMA READs
+	 * write data out of them.  The key is scoped to this connection's PD;
+	 * s->rkey is where a per-request memory window key would go. */
+	r = rb_region_create(&conn->data, conn->pd, (size_t)n * conn->exp.max_io,
+			     IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+			     IBV_ACCESS_REMOTE_READ, errbuf);
+	if (r < 0)
+		return r;
+	conn->slots = calloc(n, sizeof(*conn->slots));
+	if (conn->slots == NULL) {
+		rb_seterr(errbuf, "out of memory");
+		return -ENOMEM;
+	}
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	for (i = 0; i < n; i++) {
+		struct rb_slot *s = &conn->slots[i];
+
+		s->ctx.kind = RB_WR_SEND_SLOT;
+		s->ctx.index = i;
+		s->state = RB_SLOT_FREE;
+		pthread_cond_init(&s->cond, &ca);
+		s->send_buf = (char *)conn->send.base + (size_t)i * RB_RECV_BUF_SIZE;
+		s->data = (char *)conn->data.base + (size_t)i * conn->exp.max_io;
+		s->rkey = conn->data.mr->rkey;
+		s->next_free = i + 1 < n ? (int)i + 1 : -1;
+	}
+	pthread_condattr_destroy(&ca);
+	conn->nslots = n;
+	conn->free_head = 0;
+	/* One credit stays free for keepalive NOPs when there is more than one. */
+	conn->data_credits = n > 1 && conn->cfg.keepalive_ns ? n - 1 : n;
+	return 0;
+}
+
+/* Only after the QP is destroyed. */
+void
+rb_slots_destroy(struct rb_conn *conn)
+{
+	unsigned i;
+
+	for (i = 0; i < conn->nslots; i++)
+		pthread_cond_destroy(&conn->slots[i].cond);
+	free(conn->slots);
+	conn->slots = NULL;
+	conn->nslots = 0;
+	rb_region_destroy(&conn->data);
+}
+
+struct rb_slot *
+rb_slot_get_locked(struct rb_conn *conn, int keepalive)
+{
+	unsigned limit = keepalive ? conn->nslots : conn->data_credits;
+	struct rb_slot *s;
+
+	if (conn->free_head < 0 || conn->inflight >= limit)
+		return NULL;
+	s = &conn->slots[conn->free_head];
+	conn->free_head = s->next_free;
+	conn->inflight++;
+	s->gen = (s->gen + 1) & ((UINT64_C(1) << (64 - RB_TAG_INDEX_BITS)) - 1);
+	s->send_done = 0;
+	s->replied = 0;
+	s->waiter = 0;
+	memset(&s->rep, 0, sizeof(s->rep));
+	return s;
+}
+
+void
+rb_slot_put_locked(struct rb_conn *conn, struct rb_slot *s)
+{
+	s->state = RB_SLOT_FREE;
+	s->next_free = conn->free_head;
+	conn->free_head = (int)s->ctx.index;
+	conn->inflight--;
+	pthread_cond_signal(&conn->slot_cond);
+}

@@ -1,0 +1,615 @@
+/* Parse rdmablk-target's configuration file (target/config.h).
+ *
+ * Every error is reported as "FILE:LINE: message" and parsing continues so
+ * that one run shows them all.  The result is a fresh struct: -n, startup
+ * and SIGHUP reload all go through config_load(). */
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <linux/fs.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "log.h"
+
+struct parser {
+	const char *file;
+	int flags;
+	config_error_fn *err;
+	void *arg;
+	unsigned nerrors;
+	struct config *c;
+	int target_line;            /* line of [target], 0 if none */
+	int in_target;
+	struct cfg_export *cur;     /* export being parsed, or NULL */
+	int cur_discard;            /* a duplicate: parse, report, drop */
+	/* keys seen in the current section, to catch duplicates */
+	char seen[16][24];
+	int nseen;
+	int path_line, size_line;
+};
+
+static void
+perr(struct parser *p, int line, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void
+perr(struct parser *p, int line, const char *fmt, ...)
+{
+	char msg[512], full[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (line > 0)
+		snprintf(full, sizeof(full), "%s:%d: %s", p->file, line, msg);
+	else
+		snprintf(full, sizeof(full), "%s: %s", p->file, msg);
+	p->nerrors++;
+	if (p->err != NULL)
+		p->err(p->arg, full);
+	else
+		log_warnx("%s", full);
+}
+
+static char *
+trim(char *s)
+{
+	char *e;
+
+	while (isspace((unsigned char)*s))
+		s++;
+	e = s + strlen(s);
+	while (e > s && isspace((unsigned char)e[-1]))
+		*--e = '\0';
+	return s;
+}
+
+static void
+export_free(struct cfg_export *e)
+{
+	if (e == NULL)
+		return;
+	if (e->fd >= 0)
+		close(e->fd);
+	free(e->path);
+	free(e->allow);
+	free(e);
+}
+
+void
+config_free(struct config *c)
+{
+	struct cfg_export *e, *next;
+
+	if (c == NULL)
+		return;
+	for (e = c->exports; e != NULL; e = next) {
+		next = e->next;
+		export_free(e);
+	}
+	free(c->file);
+	free(c);
+}
+
+const struct cfg_export *
+config_find_export(const struct config *c, const char *name)
+{
+	const struct cfg_export *e;
+
+	for (e = c->exports; e != NULL; e = e->next)
+		if (strcmp(e->name, name) == 0)
+			return e;
+	return NULL;
+}
+
+int
+cfg_export_allows(const struct cfg_export *e, const struct sockaddr *sa)
+{
+	size_t i;
+
+	if (e->nallow == 0)
+		return 1;
+	for (i = 0; i < e->nallow; i++)
+		if (rb_prefix_match(&e->allow[i], sa))
+			return 1;
+	return 0;
+}
+
+/* Returns 1 when the key was already set in this section. */
+static int
+seen_key(struct parser *p, const char *key)
+{
+	int i;
+
+	for (i = 0; i < p->nseen; i++)
+		if (strcmp(p->seen[i], key) == 0)
+			return 1;
+	if (p->nseen < (int)(sizeof(p->seen) / sizeof(p->seen[0])) &&
+	    strlen(key) < sizeof(p->seen[0]))
+		strcpy(p->seen[p->nseen++], key);
+	return 0;
+}
+
+static int
+parse_size_key(struct parser *p, int line, const char *key, const char *val,
+	       uint64_t *out)
+{
+	int r = rb_parse_size(val, out);
+
+	if (r < 0) {
+		perr(p, line, "%s: bad size '%s' (a number with optional K, M, G or T)",
+		     key, val);
+		return -1;
+	}
+	return 0;
+}
+
+static void
+target_key(struct parser *p, int line, const char *key, const char *val)
+{
+	struct config *c = p->c;
+	uint64_t v;
+
+	if (strcmp(key, "listen") == 0) {
+		struct sockaddr_storage ss;
+		socklen_t len;
+
+		if (strlen(val) >= sizeof(c->listen_host) ||
+		    rb_sockaddr_parse(val, RB_DEFAULT_PORT, &ss, &len) < 0) {
+			perr(p, line, "listen: bad address '%s' (a numeric IPv4 or IPv6 address)",
+			     val);
+			return;
+		}
+		snprintf(c->listen_host, sizeof(c->listen_host), "%s", val);
+		c->listen = ss;
+		c->listen_len = len;
+	} else if (strcmp(key, "port") == 0) {
+		if (rb_parse_uint(val, 1, 65535, &v) < 0)
+			perr(p, line, "port: bad port '%s' (1..65535)", val);
+		else
+			c->port = (uint16_t)v;
+	} else if (strcmp(key, "queue-depth") == 0) {
+		if (rb_parse_uint(val, 1, CONFIG_MAX_QUEUE_DEPTH, &v) < 0)
+			perr(p, line, "queue-depth: bad value '%s' (1..%u)", val,
+			     CONFIG_MAX_QUEUE_DEPTH);
+		else
+			c->queue_depth = (unsigned)v;
+	} else if (strcmp(key, "max-io") == 0) {
+		if (parse_size_key(p, line, key, val, &v) < 0)
+			return;
+		if (v < 4096 || v > CONFIG_MAX_MAX_IO || v % CONFIG_BLOCK != 0)
+			perr(p, line, "max-io: %s must be a multiple of 512 between 4K and 16M",
+			     val);
+		else
+			c->max_io = (uint32_t)v;
+	} else if (strcmp(key, "threads") == 0) {
+		if (rb_parse_uint(val, 1, CONFIG_MAX_THREADS, &v) < 0)
+			perr(p, line, "threads: bad value '%s' (1..%u)", val,
+			     CONFIG_MAX_THREADS);
+		else
+			c->threads = (unsigned)v;
+	} else if (strcmp(key, "log-level") == 0) {
+		static const char *const names[] = { "error", "warn", "info", "debug" };
+		int i;
+
+		for (i = 0; i < 4; i++)
+			if (strcasecmp(val, names[i]) == 0)
+				break;
+		if (i == 4)
+			perr(p, line, "log-level: bad value '%s' (error, warn, info or debug)",
+			     val);
+		else
+			c->log_level = i;
+	} else if (strcmp(key, "buffer-pool") == 0) {
+		if (parse_size_key(p, line, key, val, &v) < 0)
+			return;
+		if (v == 0 || v > (64ull << 30))
+			perr(p, line, "buffer-pool: %s is out of range (up to 64G)", val);
+		else
+			c->buffer_pool = v;
+	} else if (strcmp(key, "inline-max") == 0) {
+		if (parse_size_key(p, line, key, val, &v) < 0)
+			return;
+		if (v > RB_INLINE_MAX)
+			perr(p, line, "inline-max: %s is larger than %u", val, RB_INLINE_MAX);
+		else
+			c->inline_max = (uint32_t)v;
+	} else if (strcmp(key, "admin-socket") == 0) {
+		perr(p, line, "admin-socket: not supported yet");
+	} else {
+		perr(p, line, "unknown key '%s' in [target]", key);
+	}
+}
+
+static void
+parse_allow(struct parser *p, int line, struct cfg_export *e, char *val)
+{
+	char *tok, *save = NULL;
+
+	for (tok = strtok_r(val, " \t,", &save); tok != NULL;
+	     tok = strtok_r(NULL, " \t,", &save)) {
+		struct rb_prefix pf, *n;
+
+		if (rb_prefix_parse(tok, &pf) < 0) {
+			perr(p, line, "allow: bad address or prefix '%s'", tok);
+			continue;
+		}
+		n = realloc(e->allow, (e->nallow + 1) * sizeof(*n));
+		if (n == NULL) {
+			perr(p, line, "allow: out of memory");
+			return;
+		}
+		e->allow = n;
+		e->allow[e->nallow++] = pf;
+	}
+}
+
+static void
+export_key(struct parser *p, int line, const char *key, char *val)
+{
+	struct cfg_export *e = p->cur;
+	uint64_t v;
+	int b;
+
+	if (strcmp(key, "path") == 0) {
+		if (val[0] == '\0') {
+			perr(p, line, "path: empty");
+			return;
+		}
+		free(e->path);
+		e->path = strdup(val);
+		p->path_line = line;
+	} else if (strcmp(key, "size") == 0) {
+		if (parse_size_key(p, line, key, val, &v) < 0)
+			return;
+		if (v == 0 || v % CONFIG_BLOCK != 0)
+			perr(p, line, "size: %s is not a non-zero multiple of 512", val);
+		else
+			e->size_wanted = v;
+		p->size_line = line;
+	} else if (strcmp(key, "read-only") == 0) {
+		if (rb_parse_bool(val, &b) < 0)
+			perr(p, line, "read-only: bad boolean '%s' (yes/no/true/false/on/off)",
+			     val);
+		else
+			e->read_only = b;
+	} else if (strcmp(key, "durability") == 0) {
+		if (strcasecmp(val, "always") == 0)
+			e->durability = DURABILITY_ALWAYS;
+		else if (strcasecmp(val, "fua") == 0)
+			e->durability = DURABILITY_FUA;
+		else
+			perr(p, line, "durability: bad value '%s' (always or fua)", val);
+	} else if (strcmp(key, "allow") == 0) {
+		parse_allow(p, line, e, val);
+	} else if (strcmp(key, "description") == 0) {
+		if (strlen(val) > RB_DESCRIPTION_MAX)
+			perr(p, line, "description: longer than %d bytes", RB_DESCRIPTION_MAX);
+		else
+			snprintf(e->description, sizeof(e->description), "%s", val);
+	} else if (strcmp(key, "max-connections") == 0) {
+		if (rb_parse_uint(val, 0, 65535, &v) < 0)
+			perr(p, line, "max-connections: bad value '%s' (0..65535)", val);
+		else
+			e->max_connections = (unsigned)v;
+	} else {
+		perr(p, line, "unknown key '%s' in [export %s]", key, e->name);
+	}
+}
+
+/* Open the backing file to prove it usable; create or extend it to `size`
+ * unless only checking. */
+static void
+export_open(struct parser *p, struct cfg_export *e)
+{
+	int check = p->flags & CONFIG_CHECK;
+	int oflags = (e->read_only ? O_RDONLY : O_RDWR) | O_CLOEXEC;
+	int line = p->path_line;
+	struct stat st;
+
+	if (e->size_wanted != 0 && !e->read_only && !check)
+		oflags |= O_CREAT;
+	e->fd = open(e->path, oflags, 0600);
+	if (e->fd < 0) {
+		int saved = errno;
+		char *dup, *dir;
+		int ok = 0;
+
+		/* -n must not create the file, but `size` would. */
+		if (saved == ENOENT && check && e->size_wanted != 0 && !e->read_only &&
+		    (dup = strdup(e->path)) != NULL) {
+			dir = dirname(dup);
+			ok = access(dir, W_OK) == 0;
+			free(dup);
+		}
+		if (ok) {
+			e->size = e->size_wanted;
+			return;
+		}
+		perr(p, line, "path: %s: %s", e->path, strerror(saved));
+		return;
+	}
+	if (fstat(e->fd, &st) < 0) {
+		perr(p, line, "path: %s: fstat: %s", e->path, strerror(errno));
+		goto out_close;
+	}
+	e->dev = st.st_dev;
+	e->ino = st.st_ino;
+	if (S_ISBLK(st.st_mode)) {
+		uint64_t bytes;
+
+		if (ioctl(e->fd, BLKGETSIZE64, &bytes) < 0) {
+			perr(p, line, "path: %s: BLKGETSIZE64: %s", e->path, strerror(errno));
+			goto out_close;
+		}
+		e->is_blockdev = 1;
+		if (e->size_wanted != 0 && e->size_wanted != bytes) {
+			perr(p, p->size_line, "size: %s is a block device of %llu bytes, not %llu",
+			     e->path, (unsigned long long)bytes,
+			     (unsigned long long)e->size_wanted);
+			goto out_close;
+		}
+		e->size = bytes;
+	} else if (S_ISREG(st.st_mode)) {
+		uint64_t cur = (uint64_t)st.st_size;
+
+		e->size = cur;
+		if (e->size_wanted != 0 && e->size_wanted < cur) {
+			perr(p, p->size_line, "size: %s is %llu bytes; refusing to shrink it to %llu",
+			     e->path, (unsigned long long)cur,
+			     (unsigned long long)e->size_wanted);
+			goto out_close;
+		}
+		if (e->size_wanted > cur) {
+			if (e->read_only) {
+				perr(p, p->size_line, "size: cannot extend %s: the export is read-only",
+				     e->path);
+				goto out_close;
+			}
+			if (!check && ftruncate(e->fd, (off_t)e->size_wanted) < 0) {
+				perr(p, p->size_line, "size: %s: ftruncate: %s", e->path,
+				     strerror(errno));
+				goto out_close;
+			}
+			e->size = e->size_wanted;
+		}
+	} else {
+		perr(p, line, "path: %s: not a regular file or block device", e->path);
+		goto out_close;
+	}
+	if (e->size == 0) {
+		perr(p, line, "path: %s is empty (set size = to create it)", e->path);
+		goto out_close;
+	}
+	if (e->size % CONFIG_BLOCK != 0) {
+		perr(p, line, "path: %s: size %llu is not a multiple of 512", e->path,
+		     (unsigned long long)e->size);
+		goto out_close;
+	}
+	if (check)
+		goto out_close;
+	return;
+
+out_close:
+	close(e->fd);
+	e->fd = -1;
+}
+
+/* Finish the export being parsed: check it and link it in. */
+static void
+end_section(struct parser *p)
+{
+	struct cfg_export *e = p->cur, **tail;
+
+	p->in_target = 0;
+	p->cur = NULL;
+	p->nseen = 0;
+	if (e == NULL)
+		return;
+	if (e->path == NULL)
+		perr(p, e->line, "[export %s]: missing path", e->name);
+	else if (!p->cur_discard)
+		export_open(p, e);
+	if (p->cur_discard) {
+		export_free(e);
+		return;
+	}
+	for (tail = &p->c->exports; *tail != NULL; tail = &(*tail)->next)
+		;
+	*tail = e;
+	p->c->nexports++;
+}
+
+static void
+section(struct parser *p, int line, char *s)
+{
+	char *end = strchr(s, ']'), *name;
+	const char *why = NULL;
+	struct cfg_export *e;
+
+	end_section(p);
+	if (end == NULL || trim(end + 1)[0] != '\0') {
+		perr(p, line, "bad section header (expected [target] or [export NAME])");
+		p->cur_discard = 1;
+		return;
+	}
+	*end = '\0';
+	s = trim(s + 1);
+	if (strcmp(s, "target") == 0) {
+		if (p->target_line != 0)
+			perr(p, line, "duplicate [target] section (first at line %d)",
+			     p->target_line);
+		else
+			p->target_line = line;
+		p->in_target = 1;
+		return;
+	}
+	if (strncmp(s, "export", 6) != 0 || !isspace((unsigned char)s[6])) {
+		perr(p, line, "unknown section [%s]", s);
+		p->cur_discard = 1;
+		return;
+	}
+	name = trim(s + 6);
+	e = calloc(1, sizeof(*e));
+	if (e == NULL) {
+		perr(p, line, "out of memory");
+		return;
+	}
+	e->fd = -1;
+	e->line = line;
+	e->durability = DURABILITY_ALWAYS;
+	p->cur = e;
+	p->cur_discard = 0;
+	p->path_line = p->size_line = line;
+	snprintf(e->name, sizeof(e->name), "%s", name);
+	if (rb_export_name_valid(name, &why) < 0) {
+		perr(p, line, "bad export name '%s': %s", name, why);
+		p->cur_discard = 1;
+	} else if (config_find_export(p->c, name) != NULL) {
+		perr(p, line, "duplicate export '%s'", name);
+		p->cur_discard = 1;
+	}
+}
+
+static void
+parse_line(struct parser *p, int line, char *raw)
+{
+	char *s, *eq, *key, *val, *hash;
+
+	hash = strchr(raw, '#');
+	if (hash != NULL)
+		*hash = '\0';
+	s = trim(raw);
+	if (s[0] == '\0')
+		return;
+	if (s[0] == '[') {
+		section(p, line, s);
+		return;
+	}
+	eq = strchr(s, '=');
+	if (eq == NULL) {
+		perr(p, line, "expected KEY = VALUE");
+		return;
+	}
+	*eq = '\0';
+	key = trim(s);
+	val = trim(eq + 1);
+	if (key[0] == '\0') {
+		perr(p, line, "missing key before '='");
+		return;
+	}
+	if (!p->in_target && p->cur == NULL) {
+		if (!p->cur_discard)
+			perr(p, line, "key '%s' outside a section", key);
+		return;
+	}
+	if (strcmp(key, "allow") != 0 && seen_key(p, key)) {
+		perr(p, line, "duplicate key '%s'", key);
+		return;
+	}
+	if (val[0] == '\0') {
+		perr(p, line, "%s: missing value", key);
+		return;
+	}
+	if (p->in_target)
+		target_key(p, line, key, val);
+	else
+		export_key(p, line, key, val);
+}
+
+static void
+check_target(struct parser *p, int last_line)
+{
+	struct config *c = p->c;
+	int line = p->target_line ? p->target_line : last_line;
+
+	if (c->listen_len == 0) {
+		perr(p, line, p->target_line ? "[target]: missing listen" :
+		     "missing [target] section with listen =");
+		return;
+	}
+	if (c->listen.ss_family == AF_INET)
+		((struct sockaddr_in *)&c->listen)->sin_port = htons(c->port);
+	else
+		((struct sockaddr_in6 *)&c->listen)->sin6_port = htons(c->port);
+	if (c->buffer_pool < c->max_io)
+		perr(p, line, "buffer-pool (%llu bytes) is smaller than max-io (%u bytes)",
+		     (unsigned long long)c->buffer_pool, c->max_io);
+}
+
+struct config *
+config_load(const char *file, int flags, config_error_fn *err, void *arg,
+	    unsigned *nerrors)
+{
+	struct parser p;
+	struct config *c;
+	FILE *f;
+	char *buf = NULL;
+	size_t cap = 0;
+	int line = 0;
+	long n;
+	ssize_t got;
+
+	memset(&p, 0, sizeof(p));
+	p.file = file;
+	p.flags = flags;
+	p.err = err;
+	p.arg = arg;
+	c = calloc(1, sizeof(*c));
+	if (c == NULL || (c->file = strdup(file)) == NULL) {
+		free(c);
+		perr(&p, 0, "out of memory");
+		*nerrors = p.nerrors;
+		return NULL;
+	}
+	p.c = c;
+	c->port = RB_DEFAULT_PORT;
+	c->queue_depth = CONFIG_DEFAULT_QUEUE_DEPTH;
+	c->max_io = CONFIG_DEFAULT_MAX_IO;
+	n = sysconf(_SC_NPROCESSORS_ONLN);
+	c->threads = n < 1 ? 1 : n > CONFIG_MAX_THREADS ? CONFIG_MAX_THREADS : (unsigned)n;
+	c->log_level = LOG_LEVEL_INFO;
+	c->buffer_pool = CONFIG_DEFAULT_POOL;
+	c->inline_max = CONFIG_DEFAULT_INLINE_MAX;
+
+	f = fopen(file, "re");
+	if (f == NULL) {
+		perr(&p, 0, "%s", strerror(errno));
+		config_free(c);
+		*nerrors = p.nerrors;
+		return NULL;
+	}
+	while ((got = getline(&buf, &cap, f)) != -1) {
+		line++;
+		if (strlen(buf) != (size_t)got) {
+			perr(&p, line, "NUL byte in line");
+			continue;
+		}
+		parse_line(&p, line, buf);
+	}
+	if (ferror(f))
+		perr(&p, line, "read error: %s", strerror(errno));
+	free(buf);
+	fclose(f);
+	end_section(&p);
+	check_target(&p, line);
+
+	*nerrors = p.nerrors;
+	if (p.nerrors != 0) {
+		config_free(c);
+		return NULL;
+	}
+	return c;
+}

@@ -1,0 +1,83 @@
+/* rdmablk-target configuration: parse a file into a fresh struct config.
+ * Used for -n, at startup and on SIGHUP; a reload swaps the result in only
+ * when it parsed without errors. */
+#ifndef RDMABLK_TARGET_CONFIG_H
+#define RDMABLK_TARGET_CONFIG_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include "protocol.h"
+#include "util.h"
+
+#define CONFIG_DEFAULT_QUEUE_DEPTH 128
+#define CONFIG_MAX_QUEUE_DEPTH     1024
+#define CONFIG_DEFAULT_MAX_IO      (1u << 20)
+#define CONFIG_MAX_MAX_IO          (16u << 20)
+#define CONFIG_DEFAULT_POOL        (64ull << 20)
+#define CONFIG_DEFAULT_INLINE_MAX  4096u
+#define CONFIG_MAX_THREADS         256
+#define CONFIG_BLOCK               512u
+
+enum durability {
+	DURABILITY_ALWAYS,    /* every write is on stable storage before its reply */
+	DURABILITY_FUA,       /* only FUA writes and FLUSH are */
+};
+
+struct cfg_export {
+	struct cfg_export *next;
+	int      line;                       /* of its [export NAME] header */
+	char     name[RB_EXPORT_NAME_MAX + 1];
+	char    *path;
+	char     description[RB_DESCRIPTION_MAX + 1];
+	uint64_t size_wanted;                /* `size =`, 0 when absent */
+	int      read_only;
+	enum durability durability;
+	struct rb_prefix *allow;             /* NULL/0: any address */
+	size_t   nallow;
+	unsigned max_connections;            /* 0: unlimited */
+
+	/* Filled when the path is opened (not in check-only mode, where
+	 * fd stays -1 after the check). */
+	int      fd;
+	int      is_blockdev;
+	uint64_t size;                       /* bytes, multiple of 512 */
+	uint64_t dev, ino;                   /* identity, for reload diffs */
+};
+
+struct config {
+	char    *file;
+	char     listen_host[64];
+	struct sockaddr_storage listen;
+	socklen_t listen_len;
+	uint16_t port;
+	unsigned queue_depth;
+	uint32_t max_io;
+	unsigned threads;
+	int      log_level;                  /* enum log_level */
+	uint64_t buffer_pool;
+	uint32_t inline_max;
+	struct cfg_export *exports;          /* in file order */
+	unsigned nexports;
+};
+
+/* CONFIG_CHECK: only check (-n): open paths to prove they can be, but
+ * never create or extend files. */
+#define CONFIG_CHECK 0x1
+
+/* Receives one "FILE:LINE: message" per error. */
+typedef void config_error_fn(void *arg, const char *msg);
+
+/* Returns the config when there were no errors, else NULL; *nerrors counts
+ * them.  err == NULL reports through log_warnx. */
+struct config *config_load(const char *file, int flags, config_error_fn *err,
+			   void *arg, unsigned *nerrors);
+void config_free(struct config *c);
+
+const struct cfg_export *config_find_export(const struct config *c,
+					    const char *name);
+/* 1 when sa may use export e. */
+int cfg_export_allows(const struct cfg_export *e, const struct sockaddr *sa);
+
+#endif

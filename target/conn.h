@@ -1,0 +1,96 @@
+/* One RDMA CM connection: its QP, CQs, receive buffers and request slots. */
+#ifndef RDMABLK_TARGET_CONN_H
+#define RDMABLK_TARGET_CONN_H
+
+#include <sys/socket.h>
+
+#include "request.h"
+#include "target.h"
+
+enum conn_state {
+	CONN_ACCEPTING,   /* rdma_accept done; HELLO may beat ESTABLISHED */
+	CONN_HELLO,       /* established, waiting for HELLO or LIST */
+	CONN_READY,       /* HELLO answered: serving requests */
+	CONN_LINGER,      /* final control reply posted; disconnect once sent */
+	CONN_DRAINING,    /* finish requests already received, then disconnect */
+	CONN_ERROR,       /* disconnecting: wait for WRs and backing I/O, then free */
+};
+
+struct recv_buf {
+	struct wr_ctx ctx;          /* first: wr_id points here */
+	struct conn *c;
+	struct recv_buf *next;      /* on the backlog */
+	char *buf;
+	uint32_t len;               /* received bytes */
+};
+
+struct conn {
+	struct conn *next, *prev;
+	struct target *t;
+	uint64_t id;
+	enum conn_state state;
+	struct rdma_cm_id *cm_id;
+	struct device *dev;
+	struct ep_handler eh;
+	struct ibv_comp_channel *channel;
+	struct ibv_cq *send_cq, *recv_cq;
+	struct ibv_qp *qp;
+	char peer[64];
+	struct sockaddr_storage peer_sa;
+	uint64_t error_since_ns;
+
+	unsigned cm_qd;             /* granted in the CM accept */
+	unsigned qd;                /* granted in HELLO_REPLY */
+	struct export *exp;
+	struct rb_req_limits lim;
+	uint32_t inline_max;
+
+	/* receive side: cm_qd + 1 buffers of RB_RECV_BUF_SIZE */
+	struct recv_buf *recvs;
+	unsigned nrecv;
+	char *recv_mem;
+	struct ibv_mr *recv_mr;
+	struct recv_buf *backlog_head, *backlog_tail;   /* requests without a slot */
+
+	/* control SENDs (HELLO_REPLY, LIST_REPLY) */
+	struct wr_ctx ctrl_ctx;
+	char *ctrl_buf;
+	struct ibv_mr *ctrl_mr;
+	int ctrl_busy;
+
+	/* send queue accounting: every send WR is signaled */
+	unsigned sq_depth, sq_used;
+	struct req *sq_wait_head, *sq_wait_tail;
+
+	/* request slots: 2 * qd (a slot stays busy until its SEND completes) */
+	struct req *reqs;
+	unsigned nreqs;
+	struct req *free_reqs;
+	unsigned active;            /* slots not FREE */
+	unsigned credits_used;      /* requests received and not yet replied */
+	unsigned io_inflight;       /* jobs at workers or flushers */
+};
+
+/* listener.c hands over a CONNECT_REQUEST it has vetted. */
+struct conn *conn_create(struct target *t, struct rdma_cm_id *id,
+			 unsigned cm_qd, const struct sockaddr *peer);
+int  conn_accept(struct conn *c, uint8_t peer_responder_resources);
+void conn_established(struct conn *c);
+/* Tear the connection down (idempotent); why goes in the one log line. */
+void conn_fail(struct conn *c, const char *why);
+/* Finish what was received, then disconnect (removed export, shutdown). */
+void conn_drain(struct conn *c);
+void conn_handle_cq_event(struct conn *c);
+/* After each event-loop round: resume waiting requests, free a finished
+ * connection.  Returns 1 when c was destroyed. */
+int  conn_kick(struct conn *c);
+
+/* request.c calls back into the connection for these. */
+int  conn_post_recv(struct conn *c, struct recv_buf *rb);
+/* Take n send-queue slots, or queue r to be resumed when there is room. */
+int  conn_sq_reserve(struct conn *c, struct req *r, unsigned n);
+void conn_sq_cancel(struct conn *c, struct req *r);
+/* Like conn_fail, for an orderly close (logged at info). */
+void conn_close(struct conn *c, const char *why);
+
+#endif

@@ -1,0 +1,63 @@
+/* Per-device protection domain and pre-registered buffer pool. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "target.h"
+
+struct device *
+device_get(struct target *t, struct ibv_context *verbs)
+{
+	struct device *d;
+	unsigned nbufs;
+
+	for (d = t->devices; d != NULL; d = d->next)
+		if (d->verbs == verbs)
+			return d;
+	d = calloc(1, sizeof(*d));
+	if (d == NULL) {
+		log_warnx("device: out of memory");
+		return NULL;
+	}
+	d->verbs = verbs;
+	if (ibv_query_device(verbs, &d->attr) != 0) {
+		log_warn("%s: ibv_query_device", ibv_get_device_name(verbs->device));
+		goto out_free;
+	}
+	d->pd = ibv_alloc_pd(verbs);
+	if (d->pd == NULL) {
+		log_warn("%s: ibv_alloc_pd", ibv_get_device_name(verbs->device));
+		goto out_free;
+	}
+	nbufs = (unsigned)(t->cfg->buffer_pool / t->cfg->max_io);
+	d->pool = pool_create(d->pd, t->cfg->max_io, nbufs);
+	if (d->pool == NULL)
+		goto out_dealloc_pd;
+	log_info("%s: registered a pool of %u buffers of %u bytes",
+		 ibv_get_device_name(verbs->device), nbufs, t->cfg->max_io);
+	d->next = t->devices;
+	t->devices = d;
+	return d;
+
+out_dealloc_pd:
+	ibv_dealloc_pd(d->pd);
+out_free:
+	free(d);
+	return NULL;
+}
+
+void
+device_destroy_all(struct target *t)
+{
+	struct device *d, *next;
+
+	for (d = t->devices; d != NULL; d = next) {
+		next = d->next;
+		pool_destroy(d->pool);
+		if (ibv_dealloc_pd(d->pd) != 0)
+			log_warnx("ibv_dealloc_pd failed: resources still use it");
+		free(d);
+	}
+	t->devices = NULL;
+}

@@ -1,0 +1,38 @@
+/* Pre-registered data buffers, one pool per device PD.
+ *
+ * All buffers are registered once, at startup (or on the first connection of
+ * a device when listening on a wildcard address), with IBV_ACCESS_LOCAL_WRITE
+ * only: the target never exposes its memory to remote access.  Nothing is
+ * registered on the I/O path.  When the pool is empty a request waits on the
+ * pool's FIFO (back-pressure) instead of failing. */
+#ifndef RDMABLK_TARGET_POOL_H
+#define RDMABLK_TARGET_POOL_H
+
+#include <infiniband/verbs.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct pool_waiter {
+	struct pool_waiter *next;
+	int queued;
+	void (*wake)(struct pool_waiter *w);   /* a buffer may be free now */
+};
+
+struct pool;
+struct pool *pool_create(struct ibv_pd *pd, size_t bufsize, unsigned nbufs);
+void pool_destroy(struct pool *p);
+
+void    *pool_get(struct pool *p);          /* NULL when empty */
+void     pool_put(struct pool *p, void *buf);
+uint32_t pool_lkey(const struct pool *p);
+size_t   pool_bufsize(const struct pool *p);
+unsigned pool_nfree(const struct pool *p);
+unsigned pool_nbufs(const struct pool *p);
+
+void pool_wait(struct pool *p, struct pool_waiter *w);
+void pool_cancel(struct pool *p, struct pool_waiter *w);
+/* Wake waiters while buffers are free; called by the event loop after each
+ * round so that wake-ups never nest inside another request's driver. */
+void pool_service(struct pool *p);
+
+#endif

@@ -1,0 +1,420 @@
+/* The request state machine (target/request.h).
+ *
+ * req_process() is the only function that moves a request between states;
+ * completion handlers record what happened and call it.  When the
+ * connection is in error, requests that wait for nothing go straight to
+ * COMPLETED, and requests with a WR or a job outstanding wait for it (a
+ * flushed WR or a returned job) and then complete: nothing is released
+ * while the device or a worker may still touch it. */
+#include <errno.h>
+#include <string.h>
+
+#include "conn.h"
+#include "log.h"
+#include "request.h"
+
+static void req_job_complete(struct job *j);
+
+static void
+req_pool_wake(struct pool_waiter *w)
+{
+	struct req *r = (struct req *)((char *)w - offsetof(struct req, pw));
+
+	req_process(r);
+}
+
+void
+req_init(struct req *r, struct conn *c)
+{
+	memset(r, 0, sizeof(*r));
+	r->rdma_ctx.type = WR_RDMA;
+	r->rdma_ctx.obj = r;
+	r->send_ctx.type = WR_SEND;
+	r->send_ctx.obj = r;
+	r->c = c;
+	r->pw.wake = req_pool_wake;
+	r->state = REQ_FREE;
+}
+
+void
+req_start(struct req *r, struct recv_buf *rb)
+{
+	r->state = REQ_NEW;
+	r->rb = rb;
+	r->buf = NULL;
+	r->io_result = 0;
+	r->need_durable = 0;
+	r->status = RB_OK;
+	r->rep_flags = 0;
+	r->wr_pending = 0;
+	r->c->active++;
+	req_process(r);
+}
+
+static int
+is_write_type(uint8_t op)
+{
+	return op == RB_OP_WRITE || op == RB_OP_WRITE_ZEROES || op == RB_OP_TRIM;
+}
+
+/* NEW: decode and validate.  Returns the next state. */
+static enum req_state
+req_validate(struct req *r)
+{
+	struct conn *c = r->c;
+	const char *why = "?";
+	int rc;
+
+	rc = rb_request_decode(r->rb->buf, r->rb->len, &r->info, &why);
+	if (rc < 0) {
+		conn_fail(c, why);
+		return REQ_COMPLETED;
+	}
+	r->status = rb_request_validate(&r->info, &c->lim, &why);
+	if (r->status != RB_OK) {
+		log_debug("%s: %s tag %llu: %s (%s)", c->peer,
+			  rb_opcode_name(r->info.opcode),
+			  (unsigned long long)r->info.tag, rb_error_name(r->status), why);
+		return REQ_READY_TO_REPLY;
+	}
+	switch (r->info.opcode) {
+	case RB_OP_NOP:
+		return REQ_READY_TO_REPLY;
+	case RB_OP_READ:
+		return REQ_NEED_BUFFER;
+	case RB_OP_WRITE:
+		if (r->info.flags & RB_REQ_INLINE)
+			return REQ_READY_TO_EXECUTE;
+		return REQ_NEED_BUFFER;
+	default:
+		return REQ_READY_TO_EXECUTE;
+	}
+}
+
+/* Post the RDMA READ of a WRITE's data. */
+static enum req_state
+req_post_rdma_read(struct req *r)
+{
+	struct conn *c = r->c;
+	struct ibv_sge sge = {
+		.addr = (uintptr_t)r->buf,
+		.length = r->info.length,
+		.lkey = pool_lkey(c->dev->pool),
+	};
+	struct ibv_send_wr wr, *bad = NULL;
+	int rc;
+
+	if (!conn_sq_reserve(c, r, 1))
+		return REQ_NEED_SQ_READ;
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = (uintptr_t)&r->rdma_ctx;
+	wr.opcode = IBV_WR_RDMA_READ;
+	wr.send_flags = IBV_SEND_SIGNALED;
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	wr.wr.rdma.remote_addr = r->info.addr;
+	wr.wr.rdma.rkey = r->info.rkey;
+	rc = ibv_post_send(c->qp, &wr, &bad);
+	if (rc != 0) {
+		c->sq_used--;
+		log_warnx("%s: ibv_post_send (RDMA READ): %s", c->peer, strerror(rc));
+		conn_fail(c, "cannot post an RDMA READ");
+		return REQ_COMPLETED;
+	}
+	r->wr_pending = 1;
+	return REQ_TRANSFERRING_FROM_HOST;
+}
+
+static enum req_state
+req_execute(struct req *r)
+{
+	struct conn *c = r->c;
+	struct export *e = c->exp;
+	struct job *j = &r->job;
+
+	memset(j, 0, sizeof(*j));
+	j->fd = e->cfg->fd;
+	j->is_blockdev = e->cfg->is_blockdev;
+	j->off = r->info.offset;
+	j->len = r->info.length;
+	j->done = req_job_complete;
+	j->owner = r;
+	c->io_inflight++;
+	switch (r->info.opcode) {
+	case RB_OP_READ:
+		j->op = JOB_READ;
+		j->buf = r->buf;
+		break;
+	case RB_OP_WRITE:
+		j->op = JOB_WRITE;
+		j->src = (r->info.flags & RB_REQ_INLINE) ? r->info.inline_data : r->buf;
+		break;
+	case RB_OP_TRIM:
+		j->op = JOB_TRIM;
+		break;
+	case RB_OP_WRITE_ZEROES:
+		j->op = JOB_ZERO;
+		j->no_hole = (r->info.flags & RB_REQ_NO_HOLE) != 0;
+		break;
+	case RB_OP_FLUSH:
+		/* One group-committed fdatasync covers every write replied to
+		 * before this FLUSH arrived, on any connection. */
+		j->op = JOB_SYNC;
+		flusher_submit(e->flusher, j);
+		return REQ_DURABILITY_WAIT;
+	}
+	workq_submit(c->t->workq, j);
+	return REQ_EXECUTING;
+}
+
+static enum req_state
+req_executed(struct req *r)
+{
+	struct conn *c = r->c;
+	struct export *e = c->exp;
+
+	if (r->io_result < 0) {
+		log_warnx("%s: export %s: %s at %llu+%u: %s", c->peer, e->cfg->name,
+			  rb_opcode_name(r->info.opcode),
+			  (unsigned long long)r->info.offset, r->info.length,
+			  strerror(-r->io_result));
+		r->status = rb_errno_to_error(-r->io_result);
+		return REQ_READY_TO_REPLY;
+	}
+	if (is_write_type(r->info.opcode) &&
+	    (e->cfg->durability == DURABILITY_ALWAYS || (r->info.flags & RB_REQ_FUA))) {
+		memset(&r->job, 0, sizeof(r->job));
+		r->job.op = JOB_SYNC;
+		r->job.fd = e->cfg->fd;
+		r->job.done = req_job_complete;
+		r->job.owner = r;
+		c->io_inflight++;
+		flusher_submit(e->flusher, &r->job);
+		return REQ_DURABILITY_WAIT;
+	}
+	return REQ_READY_TO_REPLY;
+}
+
+/* Repost the receive buffer (the initiator may reuse the credit as soon as
+ * it sees the reply), then post the reply, chained after the RDMA WRITE of
+ * a READ's data.  RC ordering places the data before the reply arrives. */
+static enum req_state
+req_reply(struct req *r)
+{
+	struct conn *c = r->c;
+	struct rb_rep_info rep = { .flags = r->rep_flags, .error = r->status,
+				   .tag = r->info.tag };
+	int with_data = r->info.opcode == RB_OP_READ && r->status == RB_OK;
+	struct ibv_sge data_sge, rep_sge;
+	struct ibv_send_wr wr_data, wr_rep, *first, *bad = NULL;
+	unsigned n = with_data ? 2 : 1;
+	size_t len;
+	int rc;
+
+	if (!conn_sq_reserve(c, r, n))
+		return REQ_READY_TO_REPLY;
+	if (rep.error != RB_OK)
+		rep.flags = 0;
+	len = rb_reply_encode(r->reply, &rep);
+	if (conn_post_recv(c, r->rb) < 0) {
+		c->sq_used -= n;
+		return REQ_COMPLETED;
+	}
+	r->rb = NULL;
+	c->credits_used--;
+
+	memset(&wr_rep, 0, sizeof(wr_rep));
+	rep_sge.addr = (uintptr_t)r->reply;
+	rep_sge.length = (uint32_t)len;
+	rep_sge.lkey = 0;
+	wr_rep.wr_id = (uintptr_t)&r->send_ctx;
+	wr_rep.opcode = IBV_WR_SEND;
+	wr_rep.send_flags = IBV_SEND_SIGNALED | IBV_SEND_INLINE;
+	wr_rep.sg_list = &rep_sge;
+	wr_rep.num_sge = 1;
+	first = &wr_rep;
+	if (with_data) {
+		memset(&wr_data, 0, sizeof(wr_data));
+		data_sge.addr = (uintptr_t)r->buf;
+		data_sge.length = r->info.length;
+		data_sge.lkey = pool_lkey(c->dev->pool);
+		wr_data.wr_id = (uintptr_t)&r->rdma_ctx;
+		wr_data.opcode = IBV_WR_RDMA_WRITE;
+		wr_data.send_flags = IBV_SEND_SIGNALED;
+		wr_data.sg_list = &data_sge;
+		wr_data.num_sge = 1;
+		wr_data.wr.rdma.remote_addr = r->info.addr;
+		wr_data.wr.rdma.rkey = r->info.rkey;
+		wr_data.next = &wr_rep;
+		first = &wr_data;
+	}
+	rc = ibv_post_send(c->qp, first, &bad);
+	if (rc != 0) {
+		/* WRs before bad were posted and will complete (or flush). */
+		unsigned posted = (with_data && bad == &wr_rep) ? 1 : 0;
+
+		c->sq_used -= n - posted;
+		r->wr_pending = posted;
+		log_warnx("%s: ibv_post_send (reply): %s", c->peer, strerror(rc));
+		conn_fail(c, "cannot post a reply");
+		return posted ? REQ_TRANSFERRING_TO_HOST : REQ_COMPLETED;
+	}
+	r->wr_pending = n;
+	return with_data ? REQ_TRANSFERRING_TO_HOST : REQ_REPLYING;
+}
+
+static void
+req_release(struct req *r)
+{
+	struct conn *c = r->c;
+
+	if (r->pw.queued)
+		pool_cancel(c->dev->pool, &r->pw);
+	if (r->sq_waiting)
+		conn_sq_cancel(c, r);
+	if (r->buf != NULL) {
+		pool_put(c->dev->pool, r->buf);
+		r->buf = NULL;
+	}
+	if (r->rb != NULL) {
+		/* Never replied: give the credit back, and the buffer to the
+		 * receive queue if the connection still lives. */
+		c->credits_used--;
+		if (c->state != CONN_ERROR)
+			conn_post_recv(c, r->rb);
+		r->rb = NULL;
+	}
+	r->state = REQ_FREE;
+	r->next = c->free_reqs;
+	c->free_reqs = r;
+	c->active--;
+}
+
+/* With the connection in error: where may a request go? */
+static enum req_state
+req_state_on_error(struct req *r)
+{
+	switch (r->state) {
+	case REQ_TRANSFERRING_FROM_HOST:
+	case REQ_TRANSFERRING_TO_HOST:
+	case REQ_REPLYING:
+		return r->wr_pending > 0 ? r->state : REQ_COMPLETED;
+	case REQ_EXECUTING:
+	case REQ_DURABILITY_WAIT:
+		return r->state;     /* the job still owns r->buf */
+	case REQ_FREE:
+		return REQ_FREE;
+	default:
+		return REQ_COMPLETED;
+	}
+}
+
+void
+req_process(struct req *r)
+{
+	struct conn *c = r->c;
+	enum req_state prev;
+
+	do {
+		prev = r->state;
+		if (c->state == CONN_ERROR && r->state != REQ_COMPLETED) {
+			r->state = req_state_on_error(r);
+			if (r->state != REQ_COMPLETED)
+				return;
+		}
+		switch (r->state) {
+		case REQ_FREE:
+			return;
+		case REQ_NEW:
+			r->state = req_validate(r);
+			break;
+		case REQ_NEED_BUFFER:
+			r->buf = pool_get(c->dev->pool);
+			if (r->buf == NULL) {
+				pool_wait(c->dev->pool, &r->pw);
+				return;
+			}
+			r->state = r->info.opcode == RB_OP_WRITE ?
+				REQ_NEED_SQ_READ : REQ_READY_TO_EXECUTE;
+			break;
+		case REQ_NEED_SQ_READ:
+			r->state = req_post_rdma_read(r);
+			break;
+		case REQ_TRANSFERRING_FROM_HOST:
+			/* req_rdma_done() moves it on. */
+			break;
+		case REQ_READY_TO_EXECUTE:
+			r->state = req_execute(r);
+			break;
+		case REQ_EXECUTING:
+			break;
+		case REQ_EXECUTED:
+			r->state = req_executed(r);
+			break;
+		case REQ_DURABILITY_WAIT:
+			break;
+		case REQ_READY_TO_REPLY:
+			r->state = req_reply(r);
+			break;
+		case REQ_TRANSFERRING_TO_HOST:
+		case REQ_REPLYING:
+			if (r->wr_pending == 0)
+				r->state = REQ_COMPLETED;
+			break;
+		case REQ_COMPLETED:
+			req_release(r);
+			return;
+		}
+	} while (r->state != prev);
+}
+
+void
+req_rdma_done(struct req *r, int ok)
+{
+	r->wr_pending--;
+	if (r->state == REQ_TRANSFERRING_FROM_HOST) {
+		if (!ok)
+			r->status = RB_EIO;
+		r->state = ok ? REQ_READY_TO_EXECUTE : REQ_READY_TO_REPLY;
+	}
+	req_process(r);
+}
+
+void
+req_send_done(struct req *r, int ok)
+{
+	(void)ok;
+	r->wr_pending--;
+	req_process(r);
+}
+
+/* Worker or flusher thread: hand the job back to the event loop. */
+static void
+req_job_complete(struct job *j)
+{
+	struct req *r = j->owner;
+
+	compq_push(r->c->t->compq, j);
+}
+
+void
+req_job_done(struct req *r)
+{
+	struct conn *c = r->c;
+
+	c->io_inflight--;
+	r->io_result = r->job.result;
+	if (r->state == REQ_EXECUTING) {
+		r->state = REQ_EXECUTED;
+	} else if (r->state == REQ_DURABILITY_WAIT) {
+		if (r->io_result < 0) {
+			log_warnx("%s: export %s: fdatasync: %s", c->peer, c->exp->cfg->name,
+				  strerror(-r->io_result));
+			r->status = rb_errno_to_error(-r->io_result);
+		} else {
+			r->rep_flags |= RB_REP_DURABLE;
+		}
+		r->state = REQ_READY_TO_REPLY;
+	}
+	req_process(r);
+}

@@ -1,0 +1,63 @@
+/* A request slot and its state machine (SPDK nvmf style: one state enum,
+ * one driver function, req_process()). */
+#ifndef RDMABLK_TARGET_REQUEST_H
+#define RDMABLK_TARGET_REQUEST_H
+
+#include <stdint.h>
+
+#include "pool.h"
+#include "protocol.h"
+#include "target.h"
+#include "workq.h"
+
+enum req_state {
+	REQ_FREE,                   /* on the connection's free list */
+	REQ_NEW,                    /* holds a received REQUEST: validate it */
+	REQ_NEED_BUFFER,            /* waiting for a pool buffer (back-pressure) */
+	REQ_NEED_SQ_READ,           /* WRITE: buffer held, waiting for send-queue room */
+	REQ_TRANSFERRING_FROM_HOST, /* WRITE: RDMA READ of the data posted */
+	REQ_READY_TO_EXECUTE,       /* data (if any) is here: hand to a worker */
+	REQ_EXECUTING,              /* a worker runs the backing I/O */
+	REQ_EXECUTED,               /* backing I/O returned */
+	REQ_DURABILITY_WAIT,        /* in the flusher's batch (group commit) */
+	REQ_READY_TO_REPLY,         /* status known: repost recv, post reply */
+	REQ_TRANSFERRING_TO_HOST,   /* READ: RDMA WRITE + reply SEND posted */
+	REQ_REPLYING,               /* reply SEND posted */
+	REQ_COMPLETED,              /* release the buffer, back to FREE */
+};
+
+struct conn;
+struct recv_buf;
+
+struct req {
+	struct wr_ctx rdma_ctx;     /* wr_id of the RDMA READ/WRITE */
+	struct wr_ctx send_ctx;     /* wr_id of the reply SEND */
+	struct conn *c;
+	struct req *next;           /* free list or send-queue wait list */
+	int sq_waiting;
+	enum req_state state;
+	struct recv_buf *rb;        /* the REQUEST message, until reposted */
+	struct rb_req_info info;
+	void *buf;                  /* pool buffer, or NULL */
+	struct pool_waiter pw;
+	struct job job;
+	int io_result;              /* 0 or -errno from the last job */
+	int need_durable;
+	uint16_t status;            /* rb_error for the reply */
+	uint8_t rep_flags;
+	unsigned wr_pending;        /* posted send-side WRs not yet completed */
+	uint8_t reply[sizeof(struct rb_reply)];
+};
+
+void req_init(struct req *r, struct conn *c);
+/* Start a slot on a received REQUEST message. */
+void req_start(struct req *r, struct recv_buf *rb);
+/* The driver: advance r as far as it can go. */
+void req_process(struct req *r);
+
+/* Completions routed back to the request. */
+void req_rdma_done(struct req *r, int ok);
+void req_send_done(struct req *r, int ok);
+void req_job_done(struct req *r);
+
+#endif

@@ -1,0 +1,110 @@
+/* rdmablk-target: the daemon's shared state and the objects that live in it.
+ *
+ *   struct target    one per process: config, event loop, listener, lists
+ *   struct device    one per RDMA device: PD and the pre-registered pool
+ *   struct export    one per [export]: backing fd and its flusher
+ *   struct conn      one per RDMA CM connection (conn.c)
+ *   struct req       one request slot of a connection (request.c)
+ *
+ * Everything here is touched by the event-loop thread only; worker and
+ * flusher threads see nothing but struct job. */
+#ifndef RDMABLK_TARGET_TARGET_H
+#define RDMABLK_TARGET_TARGET_H
+
+#include <infiniband/verbs.h>
+#include <rdma/rdma_cma.h>
+#include <stdint.h>
+
+#include "config.h"
+#include "flusher.h"
+#include "pool.h"
+#include "protocol.h"
+#include "workq.h"
+
+/* What an epoll event's data.ptr points at. */
+enum ep_type {
+	EP_CM,          /* the RDMA CM event channel */
+	EP_COMP,        /* one connection's completion channel */
+	EP_COMPQ,       /* worker/flusher completions (eventfd) */
+	EP_SIGNAL,      /* signalfd */
+};
+
+struct ep_handler {
+	enum ep_type type;
+	void *obj;
+};
+
+/* wr_id of every work request points at one of these. */
+enum wr_type {
+	WR_RECV,        /* a receive buffer (struct recv_buf) */
+	WR_SEND,        /* a request's reply SEND (struct req) */
+	WR_RDMA,        /* a request's RDMA READ or WRITE (struct req) */
+	WR_CTRL,        /* a connection's control SEND (struct conn) */
+};
+
+struct wr_ctx {
+	enum wr_type type;      /* first field: read before anything else */
+	void *obj;
+};
+
+struct device {
+	struct device *next;
+	struct ibv_context *verbs;
+	struct ibv_pd *pd;
+	struct pool *pool;
+	struct ibv_device_attr attr;
+};
+
+struct export {
+	struct export *next;
+	struct cfg_export *cfg;     /* owned: detached from its struct config */
+	struct flusher *flusher;
+	unsigned nconns;
+	int removed;                /* gone from the config: drain, then free */
+};
+
+struct conn;
+
+struct target {
+	struct config *cfg;         /* [target] settings; exports moved out */
+	const char *config_file;
+	int epfd;
+	int sigfd;
+	struct ep_handler cm_eh, compq_eh, sig_eh;
+	struct rdma_event_channel *cm_channel;
+	struct rdma_cm_id *listen_id;
+	struct device *devices;
+	struct export *exports;
+	struct conn *conns;
+	unsigned nconns;
+	struct workq *workq;
+	struct compq *compq;
+	int shutting_down;
+	uint64_t next_conn_id;
+};
+
+/* device.c */
+struct device *device_get(struct target *t, struct ibv_context *verbs);
+void device_destroy_all(struct target *t);
+
+/* export.c */
+int  exports_apply(struct target *t, struct config *newcfg);
+struct export *export_find(struct target *t, const char *name);
+void export_put_conn(struct target *t, struct export *e);
+void exports_destroy_all(struct target *t);
+/* 1 when some export allows this peer (the CONNECT_REQUEST check). */
+int  exports_any_allows(struct target *t, const struct sockaddr *sa);
+uint32_t export_flags(const struct export *e);
+
+/* listener.c */
+int  listener_start(struct target *t);
+void listener_stop(struct target *t);
+void listener_handle_events(struct target *t);
+
+/* loop.c */
+int  loop_run(struct target *t);
+
+/* Message for a host without RDMA; the exact text is a contract. */
+void no_rdma_device(const struct target *t) __attribute__((noreturn));
+
+#endif
