@@ -76,8 +76,8 @@ trim(char *s)
 	return s;
 }
 
-static void
-export_free(struct cfg_export *e)
+void
+cfg_export_free(struct cfg_export *e)
 {
 	if (e == NULL)
 		return;
@@ -97,7 +97,7 @@ config_free(struct config *c)
 		return;
 	for (e = c->exports; e != NULL; e = next) {
 		next = e->next;
-		export_free(e);
+		cfg_export_free(e);
 	}
 	free(c->file);
 	free(c);
@@ -423,7 +423,7 @@ end_section(struct parser *p)
 	else if (!p->cur_discard)
 		export_open(p, e);
 	if (p->cur_discard) {
-		export_free(e);
+		cfg_export_free(e);
 		return;
 	}
 	for (tail = &p->c->exports; *tail != NULL; tail = &(*tail)->next)

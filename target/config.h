@@ -74,6 +74,8 @@ typedef void config_error_fn(void *arg, const char *msg);
 struct config *config_load(const char *file, int flags, config_error_fn *err,
 			   void *arg, unsigned *nerrors);
 void config_free(struct config *c);
+/* Free one export (closing its fd), e.g. after moving it out of a config. */
+void cfg_export_free(struct cfg_export *e);
 
 const struct cfg_export *config_find_export(const struct config *c,
 					    const char *name);

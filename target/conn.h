@@ -81,6 +81,8 @@ void conn_fail(struct conn *c, const char *why);
 /* Finish what was received, then disconnect (removed export, shutdown). */
 void conn_drain(struct conn *c);
 void conn_handle_cq_event(struct conn *c);
+/* Free a connection that never went live (accept failed). */
+void conn_abort(struct conn *c);
 /* After each event-loop round: resume waiting requests, free a finished
  * connection.  Returns 1 when c was destroyed. */
 int  conn_kick(struct conn *c);

@@ -61,6 +61,7 @@ struct export {
 	struct flusher *flusher;
 	unsigned nconns;
 	int removed;                /* gone from the config: drain, then free */
+	int keep;                   /* scratch for exports_apply() */
 };
 
 struct conn;

@@ -1,0 +1,489 @@
+/* nbdkit-rdma-plugin: serve an rdmablk export over NBD.
+ *
+ *   nbdkit rdma hostname=10.55.0.1 export=disk0 [port=10810] [queue-depth=N]
+ *               [timeout=SECS] [retry=N] [keepalive=SECS] [busy-poll=BOOL]
+ *
+ * Each NBD client connection (.open) gets its own RDMA connection.  No
+ * verbs resource exists before the fork: the probe connection is made in
+ * .after_fork.  Writes with FUA and flushes return only once the target has
+ * confirmed the data is on stable storage (RB_REP_DURABLE).
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netdb.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#define NBDKIT_API_VERSION 2
+#include <nbdkit-plugin.h>
+
+#include "protocol.h"
+#include "rdmablk.h"
+#include "util.h"
+
+#define THREAD_MODEL NBDKIT_THREAD_MODEL_PARALLEL
+
+static char *hostname;          /* as given */
+static char host_addr[INET6_ADDRSTRLEN];   /* numeric, after config_complete */
+static uint16_t port = RB_DEFAULT_PORT;
+static char *export_name;       /* NULL: the name the NBD client asks for */
+static unsigned queue_depth = RB_DEFAULT_QUEUE_DEPTH;
+static unsigned timeout_s = RB_DEFAULT_TIMEOUT_S;
+static unsigned retry;
+static unsigned keepalive_s = RB_DEFAULT_KEEPALIVE_S;
+static int busy_poll;
+
+struct handle {
+	struct rb_client *client;
+	const struct rb_export_desc *desc;
+};
+
+static void
+rdmaplug_log(enum rb_log_level level, const char *msg)
+{
+	if (level == RB_LOG_ERROR)
+		nbdkit_error("%s", msg);
+	else
+		nbdkit_debug("%s", msg);
+}
+
+static void
+rdmaplug_unload(void)
+{
+	free(hostname);
+	free(export_name);
+}
+
+static int
+parse_uint(const char *key, const char *value, uint64_t min, uint64_t max,
+	   unsigned *out)
+{
+	uint64_t v;
+
+	if (rb_parse_uint(value, min, max, &v) < 0) {
+		nbdkit_error("invalid %s '%s': expected an integer in %llu..%llu",
+			     key, value, (unsigned long long)min,
+			     (unsigned long long)max);
+		return -1;
+	}
+	*out = (unsigned)v;
+	return 0;
+}
+
+static int
+rdmaplug_config(const char *key, const char *value)
+{
+	const char *why = "";
+	unsigned v;
+	int b;
+
+	if (strcmp(key, "hostname") == 0) {
+		free(hostname);
+		hostname = strdup(value);
+		if (hostname == NULL) {
+			nbdkit_error("strdup: %m");
+			return -1;
+		}
+	} else if (strcmp(key, "port") == 0) {
+		if (parse_uint(key, value, 1, 65535, &v) < 0)
+			return -1;
+		port = (uint16_t)v;
+	} else if (strcmp(key, "export") == 0) {
+		if (rb_export_name_valid(value, &why) < 0) {
+			nbdkit_error("invalid export '%s': %s", value, why);
+			return -1;
+		}
+		free(export_name);
+		export_name = strdup(value);
+		if (export_name == NULL) {
+			nbdkit_error("strdup: %m");
+			return -1;
+		}
+	} else if (strcmp(key, "queue-depth") == 0) {
+		return parse_uint(key, value, 1, 1024, &queue_depth);
+	} else if (strcmp(key, "timeout") == 0) {
+		return parse_uint(key, value, 1, 86400, &timeout_s);
+	} else if (strcmp(key, "retry") == 0) {
+		return parse_uint(key, value, 0, 1000, &retry);
+	} else if (strcmp(key, "keepalive") == 0) {
+		return parse_uint(key, value, 0, 3600, &keepalive_s);
+	} else if (strcmp(key, "busy-poll") == 0) {
+		b = nbdkit_parse_bool(value);
+		if (b < 0)
+			return -1;
+		busy_poll = b;
+	} else {
+		nbdkit_error("unknown parameter '%s'", key);
+		return -1;
+	}
+	return 0;
+}
+
+/* RDMA CM wants a numeric address: resolve a name once, here. */
+static int
+rdmaplug_config_complete(void)
+{
+	struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *ai;
+	int r;
+
+	if (hostname == NULL) {
+		nbdkit_error("the hostname parameter is required: "
+			     "nbdkit rdma hostname=ADDRESS export=NAME");
+		return -1;
+	}
+	r = getaddrinfo(hostname, NULL, &hints, &ai);
+	if (r != 0) {
+		nbdkit_error("hostname '%s': %s", hostname, gai_strerror(r));
+		return -1;
+	}
+	r = getnameinfo(ai->ai_addr, ai->ai_addrlen, host_addr, sizeof(host_addr),
+			NULL, 0, NI_NUMERICHOST);
+	freeaddrinfo(ai);
+	if (r != 0) {
+		nbdkit_error("hostname '%s': %s", hostname, gai_strerror(r));
+		return -1;
+	}
+	if (keepalive_s != 0 && keepalive_s * 3 > timeout_s)
+		nbdkit_debug("keepalive=%u detects a dead target in about %u s, "
+			     "after timeout=%u", keepalive_s, keepalive_s * 3, timeout_s);
+	return 0;
+}
+
+#define rdmaplug_config_help \
+	"hostname=<ADDR>      (required) The rdmablk target's address or name.\n" \
+	"port=<PORT>          The target's port (default 10810).\n" \
+	"export=<NAME>        The export (default: the name the NBD client asks for).\n" \
+	"queue-depth=<N>      Requests in flight per connection (default 32).\n" \
+	"timeout=<SECS>       Per-request deadline, including reconnecting (default 30).\n" \
+	"retry=<N>            Retry the first connection N times, with back-off (default 0).\n" \
+	"keepalive=<SECS>     Probe an idle connection after SECS; a dead target is\n" \
+	"                     noticed within about 3 x SECS; 0 disables (default 2).\n" \
+	"busy-poll=<BOOL>     Spin on the completion queue instead of sleeping (default false)."
+
+static void
+rdmaplug_dump_plugin(void)
+{
+	char buf[256];
+
+	printf("rdmablk_version=%s\n", RDMABLK_VERSION);
+	printf("rdmablk_protocol_version=%d\n", RB_PROTO_VERSION);
+	printf("rdmablk_verbs=%s\n", rb_verbs_info(buf, sizeof(buf)));
+}
+
+static void
+opts_fill(struct rb_opts *o, const char *name)
+{
+	rb_opts_init(o);
+	o->host = host_addr;
+	o->port = port;
+	o->export_name = name;
+	o->queue_depth = queue_depth;
+	o->timeout_s = timeout_s;
+	o->keepalive_s = keepalive_s;
+	o->retry = retry;
+	o->busy_poll = busy_poll;
+}
+
+static int
+ignore_export(void *opaque, const char *name, const char *desc)
+{
+	(void)opaque;
+	(void)name;
+	(void)desc;
+	return 0;
+}
+
+/* After the fork: fail startup now, with the reason, if the target is
+ * unreachable or the export unknown.  The probe connection is dropped. */
+static int
+rdmaplug_after_fork(void)
+{
+	struct rb_client *c;
+	struct rb_opts o;
+
+	rb_set_log(rdmaplug_log);
+	opts_fill(&o, export_name);
+	if (export_name == NULL)
+		return rb_list_exports(&o, ignore_export, NULL) < 0 ? -1 : 0;
+	if (rb_client_open(&o, &c) < 0)
+		return -1;
+	rb_client_close(c);
+	return 0;
+}
+
+static void *
+rdmaplug_open(int readonly)
+{
+	const char *name = export_name ? export_name : nbdkit_export_name();
+	struct handle *h;
+	struct rb_opts o;
+
+	(void)readonly;    /* nbdkit enforces it above us */
+	if (name == NULL || name[0] == '\0') {
+		nbdkit_error("no export name: set export= or have the client ask for one");
+		return NULL;
+	}
+	h = calloc(1, sizeof(*h));
+	if (h == NULL) {
+		nbdkit_error("calloc: %m");
+		return NULL;
+	}
+	opts_fill(&o, name);
+	if (rb_client_open(&o, &h->client) < 0) {
+		free(h);
+		return NULL;
+	}
+	h->desc = rb_client_export(h->client);
+	return h;
+}
+
+static void
+rdmaplug_close(void *handle)
+{
+	struct handle *h = handle;
+
+	rb_client_close(h->client);
+	free(h);
+}
+
+static int
+add_export(void *opaque, const char *name, const char *desc)
+{
+	return nbdkit_add_export(opaque, name, desc[0] ? desc : NULL);
+}
+
+static int
+rdmaplug_list_exports(int readonly, int is_tls, struct nbdkit_exports *exports)
+{
+	struct rb_opts o;
+
+	(void)readonly;
+	(void)is_tls;
+	opts_fill(&o, NULL);
+	return rb_list_exports(&o, add_export, exports) != 0 ? -1 : 0;
+}
+
+static int
+first_export(void *opaque, const char *name, const char *desc)
+{
+	const char **out = opaque;
+
+	(void)desc;
+	*out = nbdkit_strdup_intern(name);
+	return 1;
+}
+
+static const char *
+rdmaplug_default_export(int readonly, int is_tls)
+{
+	const char *name = NULL;
+	struct rb_opts o;
+
+	(void)readonly;
+	(void)is_tls;
+	if (export_name != NULL)
+		return export_name;
+	opts_fill(&o, NULL);
+	if (rb_list_exports(&o, first_export, &name) < 0)
+		return NULL;
+	if (name == NULL)
+		nbdkit_error("the target offers no export to this address");
+	return name;
+}
+
+static const char *
+rdmaplug_export_description(void *handle)
+{
+	struct handle *h = handle;
+
+	return h->desc->description[0] ? nbdkit_strdup_intern(h->desc->description)
+				       : NULL;
+}
+
+static int64_t
+rdmaplug_get_size(void *handle)
+{
+	struct handle *h = handle;
+
+	return (int64_t)h->desc->size;
+}
+
+static int
+rdmaplug_block_size(void *handle, uint32_t *minimum, uint32_t *preferred,
+		    uint32_t *maximum)
+{
+	struct handle *h = handle;
+
+	*minimum = h->desc->min_block;
+	*preferred = h->desc->pref_block;
+	*maximum = h->desc->max_io;
+	return 0;
+}
+
+static int
+has(void *handle, uint32_t flag)
+{
+	struct handle *h = handle;
+
+	return (h->desc->flags & flag) != 0;
+}
+
+static int
+rdmaplug_can_write(void *handle)
+{
+	return !has(handle, RB_EXP_READ_ONLY);
+}
+
+static int
+rdmaplug_can_flush(void *handle)
+{
+	return has(handle, RB_EXP_FLUSH) || has(handle, RB_EXP_DURABLE_ALL);
+}
+
+static int
+rdmaplug_can_fua(void *handle)
+{
+	if (has(handle, RB_EXP_FUA) || has(handle, RB_EXP_DURABLE_ALL))
+		return NBDKIT_FUA_NATIVE;
+	return rdmaplug_can_flush(handle) ? NBDKIT_FUA_EMULATE : NBDKIT_FUA_NONE;
+}
+
+static int
+rdmaplug_can_trim(void *handle)
+{
+	return rdmaplug_can_write(handle) && has(handle, RB_EXP_TRIM);
+}
+
+static int
+rdmaplug_can_zero(void *handle)
+{
+	return rdmaplug_can_write(handle) && has(handle, RB_EXP_ZEROES);
+}
+
+/* Honest: only when the target says zeroing is a cheap metadata update. */
+static int
+rdmaplug_can_fast_zero(void *handle)
+{
+	return rdmaplug_can_zero(handle) && has(handle, RB_EXP_FAST_ZERO);
+}
+
+static int
+rdmaplug_can_multi_conn(void *handle)
+{
+	return has(handle, RB_EXP_MULTI_CONN);
+}
+
+/* No prefetch in the protocol, and reading data only to drop it would
+ * cost a network round trip for nothing. */
+static int
+rdmaplug_can_cache(void *handle)
+{
+	(void)handle;
+	return NBDKIT_CACHE_NONE;
+}
+
+static int
+result(int r)
+{
+	if (r < 0) {
+		nbdkit_set_error(-r);
+		return -1;
+	}
+	return 0;
+}
+
+/* The library splits every request into max-io pieces. */
+static int
+rdmaplug_pread(void *handle, void *buf, uint32_t count, uint64_t offset,
+	       uint32_t flags)
+{
+	struct handle *h = handle;
+
+	(void)flags;
+	return result(rb_read(h->client, buf, count, offset));
+}
+
+static int
+rdmaplug_pwrite(void *handle, const void *buf, uint32_t count, uint64_t offset,
+		uint32_t flags)
+{
+	struct handle *h = handle;
+
+	return result(rb_write(h->client, buf, count, offset,
+			       flags & NBDKIT_FLAG_FUA ? RB_IO_FUA : 0));
+}
+
+static int
+rdmaplug_flush(void *handle, uint32_t flags)
+{
+	struct handle *h = handle;
+
+	(void)flags;
+	return result(rb_flush(h->client));
+}
+
+static int
+rdmaplug_trim(void *handle, uint32_t count, uint64_t offset, uint32_t flags)
+{
+	struct handle *h = handle;
+
+	return result(rb_trim(h->client, count, offset,
+			      flags & NBDKIT_FLAG_FUA ? RB_IO_FUA : 0));
+}
+
+static int
+rdmaplug_zero(void *handle, uint32_t count, uint64_t offset, uint32_t flags)
+{
+	struct handle *h = handle;
+	unsigned rf = 0;
+
+	if ((flags & NBDKIT_FLAG_FAST_ZERO) && !has(handle, RB_EXP_FAST_ZERO)) {
+		nbdkit_set_error(ENOTSUP);
+		return -1;
+	}
+	if (flags & NBDKIT_FLAG_FUA)
+		rf |= RB_IO_FUA;
+	if (!(flags & NBDKIT_FLAG_MAY_TRIM))
+		rf |= RB_IO_NO_HOLE;
+	return result(rb_zero(h->client, count, offset, rf));
+}
+
+static struct nbdkit_plugin plugin = {
+	.name               = "rdma",
+	.longname           = "nbdkit rdmablk (RDMA block device) plugin",
+	.version            = RDMABLK_VERSION,
+	.description        = "Serve an rdmablk export over NBD",
+	.unload             = rdmaplug_unload,
+	.config             = rdmaplug_config,
+	.config_complete    = rdmaplug_config_complete,
+	.config_help        = rdmaplug_config_help,
+	.magic_config_key   = "hostname",
+	.dump_plugin        = rdmaplug_dump_plugin,
+	.after_fork         = rdmaplug_after_fork,
+	.list_exports       = rdmaplug_list_exports,
+	.default_export     = rdmaplug_default_export,
+	.open               = rdmaplug_open,
+	.close              = rdmaplug_close,
+	.export_description = rdmaplug_export_description,
+	.get_size           = rdmaplug_get_size,
+	.block_size         = rdmaplug_block_size,
+	.can_write          = rdmaplug_can_write,
+	.can_flush          = rdmaplug_can_flush,
+	.can_fua            = rdmaplug_can_fua,
+	.can_trim           = rdmaplug_can_trim,
+	.can_zero           = rdmaplug_can_zero,
+	.can_fast_zero      = rdmaplug_can_fast_zero,
+	.can_multi_conn     = rdmaplug_can_multi_conn,
+	.can_cache          = rdmaplug_can_cache,
+	.pread              = rdmaplug_pread,
+	.pwrite             = rdmaplug_pwrite,
+	.flush              = rdmaplug_flush,
+	.trim               = rdmaplug_trim,
+	.zero               = rdmaplug_zero,
+	.errno_is_preserved = 0,
+};
+
+NBDKIT_REGISTER_PLUGIN(plugin)

@@ -1,0 +1,803 @@
+/* One RDMA CM connection (target/conn.h): setup and teardown of its verbs
+ * resources, completion handling, and the HELLO/LIST handshake.  Requests
+ * themselves are request.c's business. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <unistd.h>
+
+#include "conn.h"
+#include "log.h"
+#include "request.h"
+
+#define CONN_SQ_SLACK        4
+#define CONN_TEARDOWN_NS     (30ull * 1000000000ull)
+
+static const char *
+conn_state_name(enum conn_state s)
+{
+	switch (s) {
+	case CONN_ACCEPTING: return "accepting";
+	case CONN_HELLO:     return "hello";
+	case CONN_READY:     return "ready";
+	case CONN_LINGER:    return "linger";
+	case CONN_DRAINING:  return "draining";
+	case CONN_ERROR:     return "error";
+	}
+	return "?";
+}
+
+/* ---- setup ---- */
+
+static int
+conn_create_cqs(struct conn *c)
+{
+	struct ibv_context *verbs = c->cm_id->verbs;
+	int flags;
+
+	c->channel = ibv_create_comp_channel(verbs);
+	if (c->channel == NULL) {
+		log_warn("%s: ibv_create_comp_channel", c->peer);
+		return -1;
+	}
+	flags = fcntl(c->channel->fd, F_GETFL);
+	if (flags < 0 || fcntl(c->channel->fd, F_SETFL, flags | O_NONBLOCK) < 0) {
+		log_warn("%s: completion channel O_NONBLOCK", c->peer);
+		goto out_destroy_channel;
+	}
+	c->recv_cq = ibv_create_cq(verbs, (int)c->nrecv, c, c->channel, 0);
+	if (c->recv_cq == NULL) {
+		log_warn("%s: ibv_create_cq (receive, %u entries)", c->peer, c->nrecv);
+		goto out_destroy_channel;
+	}
+	c->send_cq = ibv_create_cq(verbs, (int)c->sq_depth, c, c->channel, 0);
+	if (c->send_cq == NULL) {
+		log_warn("%s: ibv_create_cq (send, %u entries)", c->peer, c->sq_depth);
+		goto out_destroy_recv_cq;
+	}
+	if (ibv_req_notify_cq(c->recv_cq, 0) != 0 ||
+	    ibv_req_notify_cq(c->send_cq, 0) != 0) {
+		log_warnx("%s: ibv_req_notify_cq failed", c->peer);
+		goto out_destroy_send_cq;
+	}
+	return 0;
+
+out_destroy_send_cq:
+	ibv_destroy_cq(c->send_cq);
+out_destroy_recv_cq:
+	ibv_destroy_cq(c->recv_cq);
+out_destroy_channel:
+	ibv_destroy_comp_channel(c->channel);
+	c->channel = NULL;
+	c->send_cq = c->recv_cq = NULL;
+	return -1;
+}
+
+static void
+conn_destroy_cqs(struct conn *c)
+{
+	ibv_destroy_cq(c->send_cq);
+	ibv_destroy_cq(c->recv_cq);
+	ibv_destroy_comp_channel(c->channel);
+}
+
+static int
+conn_create_qp(struct conn *c)
+{
+	struct ibv_qp_init_attr attr;
+	const uint32_t need_inline = sizeof(struct rb_reply);
+
+	memset(&attr, 0, sizeof(attr));
+	attr.qp_type = IBV_QPT_RC;
+	attr.send_cq = c->send_cq;
+	attr.recv_cq = c->recv_cq;
+	attr.cap.max_send_wr = c->sq_depth;
+	attr.cap.max_recv_wr = c->nrecv;
+	attr.cap.max_send_sge = 1;
+	attr.cap.max_recv_sge = 1;
+	attr.cap.max_inline_data = need_inline;
+	if (rdma_create_qp(c->cm_id, c->dev->pd, &attr) != 0) {
+		log_warn("%s: rdma_create_qp (send %u, recv %u)", c->peer, c->sq_depth,
+			 c->nrecv);
+		return -1;
+	}
+	c->qp = c->cm_id->qp;
+	/* The provider may round up, but must not give less than asked. */
+	if (attr.cap.max_send_wr < c->sq_depth || attr.cap.max_recv_wr < c->nrecv ||
+	    attr.cap.max_send_sge < 1 || attr.cap.max_recv_sge < 1 ||
+	    attr.cap.max_inline_data < need_inline) {
+		log_warnx("%s: QP capabilities short: send_wr %u/%u recv_wr %u/%u "
+			  "send_sge %u/1 recv_sge %u/1 inline %u/%u", c->peer,
+			  attr.cap.max_send_wr, c->sq_depth, attr.cap.max_recv_wr, c->nrecv,
+			  attr.cap.max_send_sge, attr.cap.max_recv_sge,
+			  attr.cap.max_inline_data, need_inline);
+		rdma_destroy_qp(c->cm_id);
+		c->qp = NULL;
+		return -1;
+	}
+	return 0;
+}
+
+static int
+conn_create_buffers(struct conn *c)
+{
+	size_t bytes = (size_t)c->nrecv * RB_RECV_BUF_SIZE;
+	unsigned i;
+
+	c->recvs = calloc(c->nrecv, sizeof(*c->recvs));
+	c->recv_mem = calloc(1, bytes);
+	c->ctrl_buf = calloc(1, RB_CTRL_MSG_MAX);
+	if (c->recvs == NULL || c->recv_mem == NULL || c->ctrl_buf == NULL) {
+		log_warnx("%s: out of memory for receive buffers", c->peer);
+		goto out_free;
+	}
+	/* Local write only: SENDs land here, nothing remote addresses it. */
+	c->recv_mr = ibv_reg_mr(c->dev->pd, c->recv_mem, bytes, IBV_ACCESS_LOCAL_WRITE);
+	if (c->recv_mr == NULL) {
+		log_warn("%s: ibv_reg_mr (receive buffers)", c->peer);
+		goto out_free;
+	}
+	c->ctrl_mr = ibv_reg_mr(c->dev->pd, c->ctrl_buf, RB_CTRL_MSG_MAX, 0);
+	if (c->ctrl_mr == NULL) {
+		log_warn("%s: ibv_reg_mr (control buffer)", c->peer);
+		goto out_dereg_recv;
+	}
+	for (i = 0; i < c->nrecv; i++) {
+		c->recvs[i].ctx.type = WR_RECV;
+		c->recvs[i].ctx.obj = &c->recvs[i];
+		c->recvs[i].c = c;
+		c->recvs[i].buf = c->recv_mem + (size_t)i * RB_RECV_BUF_SIZE;
+	}
+	c->ctrl_ctx.type = WR_CTRL;
+	c->ctrl_ctx.obj = c;
+	return 0;
+
+out_dereg_recv:
+	ibv_dereg_mr(c->recv_mr);
+out_free:
+	free(c->recvs);
+	free(c->recv_mem);
+	free(c->ctrl_buf);
+	c->recvs = NULL;
+	c->recv_mem = c->ctrl_buf = NULL;
+	return -1;
+}
+
+static void
+conn_destroy_buffers(struct conn *c)
+{
+	ibv_dereg_mr(c->ctrl_mr);
+	ibv_dereg_mr(c->recv_mr);
+	free(c->recvs);
+	free(c->recv_mem);
+	free(c->ctrl_buf);
+}
+
+int
+conn_post_recv(struct conn *c, struct recv_buf *rb)
+{
+	struct ibv_sge sge = {
+		.addr = (uintptr_t)rb->buf,
+		.length = RB_RECV_BUF_SIZE,
+		.lkey = c->recv_mr->lkey,
+	};
+	struct ibv_recv_wr wr, *bad = NULL;
+	int rc;
+
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = (uintptr_t)&rb->ctx;
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	rc = ibv_post_recv(c->qp, &wr, &bad);
+	if (rc != 0) {
+		log_warnx("%s: ibv_post_recv: %s", c->peer, strerror(rc));
+		conn_fail(c, "cannot post a receive buffer");
+		return -1;
+	}
+	return 0;
+}
+
+struct conn *
+conn_create(struct target *t, struct rdma_cm_id *id, unsigned cm_qd,
+	    const struct sockaddr *peer)
+{
+	struct conn *c = calloc(1, sizeof(*c));
+	struct epoll_event ev;
+	unsigned i;
+
+	if (c == NULL) {
+		log_warnx("connection: out of memory");
+		return NULL;
+	}
+	c->t = t;
+	c->id = ++t->next_conn_id;
+	c->cm_id = id;
+	c->state = CONN_ACCEPTING;
+	rb_sockaddr_str(peer, c->peer, sizeof(c->peer));
+	memcpy(&c->peer_sa, peer, peer->sa_family == AF_INET6 ?
+	       sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in));
+	c->dev = device_get(t, id->verbs);
+	if (c->dev == NULL)
+		goto out_free;
+	/* Keep the queues within what the device can do. */
+	while (cm_qd > 1 && (2 * cm_qd + CONN_SQ_SLACK > (unsigned)c->dev->attr.max_qp_wr ||
+			     2 * cm_qd + CONN_SQ_SLACK > (unsigned)c->dev->attr.max_cqe))
+		cm_qd /= 2;
+	c->cm_qd = cm_qd;
+	c->nrecv = cm_qd + 1;
+	c->sq_depth = 2 * cm_qd + CONN_SQ_SLACK;
+	if (conn_create_cqs(c) < 0)
+		goto out_free;
+	if (conn_create_qp(c) < 0)
+		goto out_destroy_cqs;
+	if (conn_create_buffers(c) < 0)
+		goto out_destroy_qp;
+	for (i = 0; i < c->nrecv; i++)
+		if (conn_post_recv(c, &c->recvs[i]) < 0)
+			goto out_destroy_buffers;
+	c->eh.type = EP_COMP;
+	c->eh.obj = c;
+	memset(&ev, 0, sizeof(ev));
+	ev.events = EPOLLIN;
+	ev.data.ptr = &c->eh;
+	if (epoll_ctl(t->epfd, EPOLL_CTL_ADD, c->channel->fd, &ev) < 0) {
+		log_warn("%s: epoll_ctl", c->peer);
+		goto out_destroy_buffers;
+	}
+	id->context = c;
+	c->next = t->conns;
+	if (t->conns != NULL)
+		t->conns->prev = c;
+	t->conns = c;
+	t->nconns++;
+	return c;
+
+out_destroy_buffers:
+	conn_destroy_buffers(c);
+out_destroy_qp:
+	rdma_destroy_qp(id);
+out_destroy_cqs:
+	conn_destroy_cqs(c);
+out_free:
+	free(c);
+	return NULL;
+}
+
+int
+conn_accept(struct conn *c, uint8_t peer_responder_resources)
+{
+	struct rdma_conn_param param;
+	uint8_t priv[sizeof(struct rb_conn_priv)];
+	int init_depth = c->dev->attr.max_qp_init_rd_atom;
+
+	rb_conn_priv_encode(priv, RB_OK, (uint16_t)c->cm_qd);
+	memset(&param, 0, sizeof(param));
+	param.private_data = priv;
+	param.private_data_len = sizeof(priv);
+	/* We RDMA READ the WRITE data from the initiator. */
+	param.initiator_depth = (uint8_t)(peer_responder_resources < init_depth ?
+					  peer_responder_resources : init_depth);
+	param.responder_resources = 0;
+	param.retry_count = 7;
+	param.rnr_retry_count = 7;
+	if (rdma_accept(c->cm_id, &param) != 0) {
+		log_warn("%s: rdma_accept", c->peer);
+		return -1;
+	}
+	return 0;
+}
+
+/* Called from listener.c for a connection that never got going, and from
+ * conn_kick for a finished one. */
+static void
+conn_destroy(struct conn *c)
+{
+	struct target *t = c->t;
+
+	if (epoll_ctl(t->epfd, EPOLL_CTL_DEL, c->channel->fd, NULL) < 0)
+		log_warn("%s: epoll_ctl del", c->peer);
+	if (c->exp != NULL)
+		export_put_conn(t, c->exp);
+	if (c->qp != NULL)
+		rdma_destroy_qp(c->cm_id);
+	conn_destroy_buffers(c);
+	conn_destroy_cqs(c);
+	free(c->reqs);
+	rdma_destroy_id(c->cm_id);
+	if (c->prev != NULL)
+		c->prev->next = c->next;
+	else
+		t->conns = c->next;
+	if (c->next != NULL)
+		c->next->prev = c->prev;
+	t->nconns--;
+	log_debug("%s: connection %llu freed", c->peer, (unsigned long long)c->id);
+	free(c);
+}
+
+void
+conn_established(struct conn *c)
+{
+	if (c->state == CONN_ACCEPTING)
+		c->state = CONN_HELLO;
+}
+
+static void
+conn_enter_error(struct conn *c)
+{
+	c->state = CONN_ERROR;
+	c->error_since_ns = rb_now_ns();
+	c->backlog_head = c->backlog_tail = NULL;
+	/* Moves the QP to the error state: every posted WR flushes. */
+	if (rdma_disconnect(c->cm_id) != 0 && errno != EINVAL && errno != ENOTCONN)
+		log_debug("%s: rdma_disconnect: %s", c->peer, strerror(errno));
+}
+
+void
+conn_fail(struct conn *c, const char *why)
+{
+	if (c->state == CONN_ERROR)
+		return;
+	log_warnx("%s: closing connection (export %s, state %s): %s", c->peer,
+		  c->exp != NULL ? c->exp->cfg->name : "-", conn_state_name(c->state), why);
+	conn_enter_error(c);
+}
+
+void
+conn_close(struct conn *c, const char *why)
+{
+	if (c->state == CONN_ERROR)
+		return;
+	log_info("%s: connection closed (export %s): %s", c->peer,
+		 c->exp != NULL ? c->exp->cfg->name : "-", why);
+	conn_enter_error(c);
+}
+
+void
+conn_drain(struct conn *c)
+{
+	switch (c->state) {
+	case CONN_READY:
+		c->state = CONN_DRAINING;
+		break;
+	case CONN_ACCEPTING:
+	case CONN_HELLO:
+		conn_close(c, "target is shutting down or the export was removed");
+		break;
+	default:
+		break;
+	}
+}
+
+/* ---- control messages ---- */
+
+static void
+conn_post_ctrl(struct conn *c, size_t len)
+{
+	struct ibv_sge sge = {
+		.addr = (uintptr_t)c->ctrl_buf,
+		.length = (uint32_t)len,
+		.lkey = c->ctrl_mr->lkey,
+	};
+	struct ibv_send_wr wr, *bad = NULL;
+	int rc;
+
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = (uintptr_t)&c->ctrl_ctx;
+	wr.opcode = IBV_WR_SEND;
+	wr.send_flags = IBV_SEND_SIGNALED;
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	c->sq_used++;
+	rc = ibv_post_send(c->qp, &wr, &bad);
+	if (rc != 0) {
+		c->sq_used--;
+		log_warnx("%s: ibv_post_send (control): %s", c->peer, strerror(rc));
+		conn_fail(c, "cannot post a control message");
+		return;
+	}
+	c->ctrl_busy = 1;
+}
+
+static void
+hello_refuse(struct conn *c, uint16_t status, const char *name, const char *why)
+{
+	struct rb_export_info info;
+
+	log_warnx("%s: HELLO for export '%s' refused: %s (%s)", c->peer, name,
+		  rb_error_name(status), why);
+	memset(&info, 0, sizeof(info));
+	info.status = status;
+	conn_post_ctrl(c, rb_hello_reply_encode(c->ctrl_buf, &info));
+	if (c->state != CONN_ERROR)
+		c->state = CONN_LINGER;
+}
+
+static uint32_t
+pow2_floor(uint32_t v)
+{
+	uint32_t p = 1;
+
+	while (p <= v / 2)
+		p *= 2;
+	return p;
+}
+
+static void
+conn_hello(struct conn *c, struct recv_buf *rb)
+{
+	struct target *t = c->t;
+	struct rb_hello_info h;
+	struct rb_export_info info;
+	struct export *e;
+	const char *why = "?";
+	uint32_t max_io;
+	unsigned i;
+
+	if (rb_hello_decode(rb->buf, rb->len, &h, &why) < 0) {
+		hello_refuse(c, RB_EPROTO, "?", why);
+		return;
+	}
+	e = export_find(t, h.export_name);
+	if (t->shutting_down) {
+		hello_refuse(c, RB_ESHUTDOWN, h.export_name, "target is shutting down");
+		return;
+	}
+	if (e == NULL) {
+		hello_refuse(c, RB_ENOENT, h.export_name, "no such export");
+		return;
+	}
+	if (!cfg_export_allows(e->cfg, (struct sockaddr *)&c->peer_sa)) {
+		hello_refuse(c, RB_EACCES, h.export_name, "address not allowed");
+		return;
+	}
+	if (e->cfg->max_connections != 0 && e->nconns >= e->cfg->max_connections) {
+		hello_refuse(c, RB_EBUSY, h.export_name, "max-connections reached");
+		return;
+	}
+	max_io = h.max_io < t->cfg->max_io ? h.max_io : t->cfg->max_io;
+	max_io -= max_io % CONFIG_BLOCK;
+	if (max_io < CONFIG_BLOCK) {
+		hello_refuse(c, RB_EPROTO, h.export_name, "max_io below 512 bytes");
+		return;
+	}
+	c->qd = h.queue_depth < c->cm_qd ? h.queue_depth : c->cm_qd;
+	c->nreqs = 2 * c->qd;
+	c->reqs = calloc(c->nreqs, sizeof(*c->reqs));
+	if (c->reqs == NULL) {
+		hello_refuse(c, RB_ENOMEM, h.export_name, "out of memory");
+		return;
+	}
+	for (i = c->nreqs; i-- > 0;) {
+		req_init(&c->reqs[i], c);
+		c->reqs[i].next = c->free_reqs;
+		c->free_reqs = &c->reqs[i];
+	}
+	c->exp = e;
+	e->nconns++;
+	c->inline_max = t->cfg->inline_max < max_io ? t->cfg->inline_max : max_io;
+	c->lim.export_size = e->cfg->size;
+	c->lim.max_io = max_io;
+	c->lim.min_block = CONFIG_BLOCK;
+	c->lim.inline_max = c->inline_max;
+	c->lim.read_only = e->cfg->read_only;
+
+	memset(&info, 0, sizeof(info));
+	info.status = RB_OK;
+	info.queue_depth = (uint16_t)c->qd;
+	info.flags = export_flags(e);
+	info.size = e->cfg->size;
+	info.min_block = CONFIG_BLOCK;
+	info.pref_block = pow2_floor(max_io < 4096 ? max_io : 4096);
+	info.max_io = max_io;
+	info.inline_max = c->inline_max;
+	snprintf(info.description, sizeof(info.description), "%s", e->cfg->description);
+	c->state = CONN_READY;
+	if (conn_post_recv(c, rb) < 0)
+		return;
+	log_info("%s: connected to export %s, queue depth %u, max-io %u, inline %u",
+		 c->peer, e->cfg->name, c->qd, max_io, c->inline_max);
+	conn_post_ctrl(c, rb_hello_reply_encode(c->ctrl_buf, &info));
+}
+
+static void
+conn_list(struct conn *c, struct recv_buf *rb)
+{
+	struct export *e;
+	const char *why = "?";
+	size_t len;
+
+	if (rb_list_decode(rb->buf, rb->len, &why) < 0) {
+		conn_fail(c, why);
+		return;
+	}
+	len = rb_list_reply_init(c->ctrl_buf);
+	for (e = c->t->exports; e != NULL; e = e->next) {
+		if (e->removed || !cfg_export_allows(e->cfg, (struct sockaddr *)&c->peer_sa))
+			continue;
+		if (rb_list_reply_add(c->ctrl_buf, &len, e->cfg->name, e->cfg->description) < 0)
+			break;
+	}
+	log_info("%s: listed exports", c->peer);
+	c->state = CONN_LINGER;
+	conn_post_ctrl(c, len);
+}
+
+static void
+conn_request(struct conn *c, struct recv_buf *rb)
+{
+	struct req *r;
+
+	if (c->credits_used >= c->qd) {
+		conn_fail(c, "protocol violation: more requests outstanding than granted");
+		return;
+	}
+	c->credits_used++;
+	r = c->free_reqs;
+	if (r == NULL || c->backlog_head != NULL) {
+		/* Every slot waits for a SEND completion: keep the message. */
+		rb->next = NULL;
+		if (c->backlog_tail != NULL)
+			c->backlog_tail->next = rb;
+		else
+			c->backlog_head = rb;
+		c->backlog_tail = rb;
+		return;
+	}
+	c->free_reqs = r->next;
+	r->next = NULL;
+	req_start(r, rb);
+}
+
+static void
+conn_recv(struct conn *c, struct recv_buf *rb)
+{
+	const char *why = "?";
+	uint8_t type;
+
+	if (c->state == CONN_ERROR || c->state == CONN_LINGER || c->state == CONN_DRAINING)
+		return;   /* dropped: the connection is going away */
+	if (rb_msg_peek(rb->buf, rb->len, &type, &why) < 0) {
+		conn_fail(c, why);
+		return;
+	}
+	switch (c->state) {
+	case CONN_ACCEPTING:
+	case CONN_HELLO:
+		if (type == RB_MSG_HELLO) {
+			conn_hello(c, rb);
+		} else if (type == RB_MSG_LIST) {
+			conn_list(c, rb);
+			return;
+		} else {
+			conn_fail(c, "protocol violation: expected HELLO or LIST");
+		}
+		break;
+	case CONN_READY:
+		if (type != RB_MSG_REQUEST) {
+			conn_fail(c, "protocol violation: unexpected message after HELLO");
+			return;
+		}
+		conn_request(c, rb);
+		break;
+	default:
+		break;
+	}
+}
+
+/* ---- completions ---- */
+
+static const char *
+wr_type_name(enum wr_type type)
+{
+	switch (type) {
+	case WR_RECV: return "receive";
+	case WR_SEND: return "reply send";
+	case WR_RDMA: return "RDMA";
+	case WR_CTRL: return "control send";
+	}
+	return "?";
+}
+
+static void
+conn_handle_wc(struct conn *c, const struct ibv_wc *wc)
+{
+	/* On error only wr_id, status, qp_num and vendor_err are valid. */
+	struct wr_ctx *ctx = (struct wr_ctx *)(uintptr_t)wc->wr_id;
+	int ok = wc->status == IBV_WC_SUCCESS;
+
+	if (!ok) {
+		if (wc->status == IBV_WC_WR_FLUSH_ERR) {
+			conn_close(c, "queue pair flushed");
+		} else {
+			log_warnx("%s: %s completion failed: %s (vendor error 0x%x)", c->peer,
+				  wr_type_name(ctx->type), ibv_wc_status_str(wc->status),
+				  wc->vendor_err);
+			conn_fail(c, "work completion error");
+		}
+	}
+	switch (ctx->type) {
+	case WR_RECV:
+		if (ok) {
+			struct recv_buf *rb = ctx->obj;
+
+			rb->len = wc->byte_len;
+			conn_recv(c, rb);
+		}
+		break;
+	case WR_SEND:
+		c->sq_used--;
+		req_send_done(ctx->obj, ok);
+		break;
+	case WR_RDMA:
+		c->sq_used--;
+		req_rdma_done(ctx->obj, ok);
+		break;
+	case WR_CTRL:
+		c->sq_used--;
+		c->ctrl_busy = 0;
+		if (c->state == CONN_LINGER)
+			conn_close(c, "final control reply sent");
+		break;
+	}
+}
+
+static void
+conn_poll_cq(struct conn *c, struct ibv_cq *cq)
+{
+	struct ibv_wc wc[16];
+	int n, i;
+
+	while ((n = ibv_poll_cq(cq, 16, wc)) > 0)
+		for (i = 0; i < n; i++)
+			conn_handle_wc(c, &wc[i]);
+	if (n < 0) {
+		log_warnx("%s: ibv_poll_cq failed (%d)", c->peer, n);
+		conn_fail(c, "cannot poll the completion queue");
+	}
+}
+
+void
+conn_handle_cq_event(struct conn *c)
+{
+	struct ibv_cq *cq;
+	void *ctx;
+	unsigned nsend = 0, nrecv = 0;
+
+	while (ibv_get_cq_event(c->channel, &cq, &ctx) == 0) {
+		if (cq == c->send_cq)
+			nsend++;
+		else
+			nrecv++;
+	}
+	if (nsend)
+		ibv_ack_cq_events(c->send_cq, nsend);
+	if (nrecv)
+		ibv_ack_cq_events(c->recv_cq, nrecv);
+	/* Poll until empty, re-arm, poll again: a completion that arrived
+	 * between the last poll and the re-arm is not lost. */
+	conn_poll_cq(c, c->recv_cq);
+	conn_poll_cq(c, c->send_cq);
+	if (ibv_req_notify_cq(c->recv_cq, 0) != 0 || ibv_req_notify_cq(c->send_cq, 0) != 0)
+		conn_fail(c, "ibv_req_notify_cq failed");
+	conn_poll_cq(c, c->recv_cq);
+	conn_poll_cq(c, c->send_cq);
+}
+
+/* ---- send-queue accounting ---- */
+
+int
+conn_sq_reserve(struct conn *c, struct req *r, unsigned n)
+{
+	if (c->sq_used + n <= c->sq_depth &&
+	    (c->sq_wait_head == NULL || c->sq_wait_head == r)) {
+		if (r->sq_waiting)
+			conn_sq_cancel(c, r);
+		c->sq_used += n;
+		return 1;
+	}
+	if (!r->sq_waiting) {
+		r->sq_waiting = 1;
+		r->next = NULL;
+		if (c->sq_wait_tail != NULL)
+			c->sq_wait_tail->next = r;
+		else
+			c->sq_wait_head = r;
+		c->sq_wait_tail = r;
+	}
+	return 0;
+}
+
+void
+conn_sq_cancel(struct conn *c, struct req *r)
+{
+	struct req **pp, *prev = NULL;
+
+	for (pp = &c->sq_wait_head; *pp != NULL; prev = *pp, pp = &(*pp)->next) {
+		if (*pp == r) {
+			*pp = r->next;
+			if (c->sq_wait_tail == r)
+				c->sq_wait_tail = prev;
+			break;
+		}
+	}
+	r->sq_waiting = 0;
+	r->next = NULL;
+}
+
+/* ---- after each event-loop round ---- */
+
+static void
+conn_resume(struct conn *c)
+{
+	struct recv_buf *rb;
+	struct req *r;
+
+	while (c->sq_wait_head != NULL && c->sq_used < c->sq_depth &&
+	       c->state != CONN_ERROR) {
+		r = c->sq_wait_head;
+		req_process(r);
+		if (c->sq_wait_head == r)
+			break;    /* still no room for it */
+	}
+	while ((c->state == CONN_READY || c->state == CONN_DRAINING) &&
+	       c->backlog_head != NULL && c->free_reqs != NULL) {
+		rb = c->backlog_head;
+		c->backlog_head = rb->next;
+		if (c->backlog_head == NULL)
+			c->backlog_tail = NULL;
+		r = c->free_reqs;
+		c->free_reqs = r->next;
+		r->next = NULL;
+		req_start(r, rb);
+	}
+}
+
+int
+conn_kick(struct conn *c)
+{
+	unsigned i;
+
+	if (c->state != CONN_ERROR) {
+		conn_resume(c);
+		if (c->state == CONN_DRAINING && c->active == 0 && c->backlog_head == NULL &&
+		    !c->ctrl_busy)
+			conn_close(c, "drained");
+		if (c->state != CONN_ERROR)
+			return 0;
+	}
+	/* Force every request to release what it can. */
+	for (i = 0; i < c->nreqs; i++)
+		if (c->reqs[i].state != REQ_FREE)
+			req_process(&c->reqs[i]);
+	if (c->io_inflight > 0)
+		return 0;
+	if (c->sq_used > 0) {
+		if (rb_now_ns() - c->error_since_ns < CONN_TEARDOWN_NS)
+			return 0;
+		log_warnx("%s: %u send WRs never flushed; destroying the QP anyway",
+			  c->peer, c->sq_used);
+		rdma_destroy_qp(c->cm_id);
+		c->cm_id->qp = NULL;
+		c->qp = NULL;
+		c->sq_used = 0;
+		for (i = 0; i < c->nreqs; i++) {
+			c->reqs[i].wr_pending = 0;
+			if (c->reqs[i].state != REQ_FREE)
+				req_process(&c->reqs[i]);
+		}
+	}
+	if (c->active != 0)
+		log_warnx("%s: %u requests still active at teardown", c->peer, c->active);
+	conn_destroy(c);
+	return 1;
+}
+
+void
+conn_abort(struct conn *c)
+{
+	c->state = CONN_ERROR;
+	conn_destroy(c);
+}

@@ -1,0 +1,195 @@
+/* Runtime exports: one backing fd and one flusher per export, shared by all
+ * its connections (so a FLUSH on one connection covers writes acknowledged
+ * on any other: RB_EXP_MULTI_CONN).  exports_apply() installs a freshly
+ * parsed config at startup and on SIGHUP. */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "conn.h"
+#include "log.h"
+#include "target.h"
+
+static void
+export_destroy(struct export *e)
+{
+	struct flusher_stats st;
+
+	flusher_get_stats(e->flusher, &st);
+	log_debug("export %s: %llu fdatasync calls covered %llu waiters (largest batch %llu)",
+		  e->cfg->name, (unsigned long long)st.syncs, (unsigned long long)st.jobs,
+		  (unsigned long long)st.max_batch);
+	flusher_destroy(e->flusher);
+	if (!e->cfg->read_only && fdatasync(e->cfg->fd) < 0)
+		log_warn("export %s: final fdatasync", e->cfg->name);
+	cfg_export_free(e->cfg);   /* closes the fd */
+	free(e);
+}
+
+static struct export *
+export_create(struct cfg_export *ce)
+{
+	struct export *e = calloc(1, sizeof(*e));
+	char name[64];
+
+	if (e == NULL) {
+		log_warnx("export %s: out of memory", ce->name);
+		return NULL;
+	}
+	snprintf(name, sizeof(name), "export %.50s", ce->name);
+	e->flusher = flusher_create(ce->fd, name);
+	if (e->flusher == NULL) {
+		free(e);
+		return NULL;
+	}
+	e->cfg = ce;
+	return e;
+}
+
+struct export *
+export_find(struct target *t, const char *name)
+{
+	struct export *e;
+
+	for (e = t->exports; e != NULL; e = e->next)
+		if (!e->removed && strcmp(e->cfg->name, name) == 0)
+			return e;
+	return NULL;
+}
+
+/* Unlink and free removed exports that no connection uses any more. */
+static void
+exports_reap(struct target *t)
+{
+	struct export **pp = &t->exports, *e;
+
+	while ((e = *pp) != NULL) {
+		if (e->removed && e->nconns == 0) {
+			*pp = e->next;
+			log_info("export %s removed", e->cfg->name);
+			export_destroy(e);
+		} else {
+			pp = &e->next;
+		}
+	}
+}
+
+void
+export_put_conn(struct target *t, struct export *e)
+{
+	e->nconns--;
+	if (e->removed && e->nconns == 0)
+		exports_reap(t);
+}
+
+static void
+export_remove(struct target *t, struct export *e)
+{
+	struct conn *c;
+
+	e->removed = 1;
+	for (c = t->conns; c != NULL; c = c->next)
+		if (c->exp == e)
+			conn_drain(c);
+}
+
+/* Same backing file with the same semantics: keep the running export. */
+static int
+same_backing(const struct cfg_export *a, const struct cfg_export *b)
+{
+	return a->dev == b->dev && a->ino == b->ino && a->read_only == b->read_only &&
+	       a->durability == b->durability && a->is_blockdev == b->is_blockdev;
+}
+
+int
+exports_apply(struct target *t, struct config *nc)
+{
+	struct cfg_export *ce, *next, *list = nc->exports;
+	struct export *e, *old, **tail;
+	int added = 0, kept = 0;
+
+	nc->exports = NULL;
+	nc->nexports = 0;
+	for (e = t->exports; e != NULL; e = e->next)
+		e->keep = 0;
+	for (ce = list; ce != NULL; ce = next) {
+		next = ce->next;
+		ce->next = NULL;
+		old = export_find(t, ce->name);
+		if (old != NULL && same_backing(old->cfg, ce)) {
+			/* Swap in the new description/allow/limits, keep the fd. */
+			int fd = old->cfg->fd;
+
+			old->cfg->fd = ce->fd;
+			ce->fd = fd;
+			ce->next = NULL;
+			{
+				struct cfg_export *prev = old->cfg;
+
+				old->cfg = ce;
+				prev->next = NULL;
+				cfg_export_free(prev);
+			}
+			old->keep = 1;
+			kept++;
+			continue;
+		}
+		if (old != NULL) {
+			log_info("export %s changed its backing store: replacing it", ce->name);
+			export_remove(t, old);
+		}
+		e = export_create(ce);
+		if (e == NULL) {
+			cfg_export_free(ce);
+			continue;
+		}
+		e->keep = 1;
+		for (tail = &t->exports; *tail != NULL; tail = &(*tail)->next)
+			;
+		*tail = e;
+		added++;
+		log_info("export %s: %s, %llu bytes%s, durability %s", e->cfg->name,
+			 e->cfg->path, (unsigned long long)e->cfg->size,
+			 e->cfg->read_only ? ", read-only" : "",
+			 e->cfg->durability == DURABILITY_ALWAYS ? "always" : "fua");
+	}
+	for (e = t->exports; e != NULL; e = e->next)
+		if (!e->removed && !e->keep)
+			export_remove(t, e);
+	exports_reap(t);
+	return added + kept;
+}
+
+void
+exports_destroy_all(struct target *t)
+{
+	struct export *e;
+
+	for (e = t->exports; e != NULL; e = e->next)
+		e->removed = 1;
+	exports_reap(t);
+}
+
+int
+exports_any_allows(struct target *t, const struct sockaddr *sa)
+{
+	struct export *e;
+
+	for (e = t->exports; e != NULL; e = e->next)
+		if (!e->removed && cfg_export_allows(e->cfg, sa))
+			return 1;
+	return 0;
+}
+
+uint32_t
+export_flags(const struct export *e)
+{
+	uint32_t f = RB_EXP_MULTI_CONN;
+
+	if (e->cfg->read_only)
+		return f | RB_EXP_READ_ONLY;
+	f |= RB_EXP_FLUSH | RB_EXP_FUA | RB_EXP_TRIM | RB_EXP_ZEROES;
+	if (e->cfg->durability == DURABILITY_ALWAYS)
+		f |= RB_EXP_DURABLE_ALL;
+	return f;
+}

@@ -1,0 +1,240 @@
+/* The RDMA CM listener and CM event dispatch. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+
+#include "conn.h"
+#include "log.h"
+#include "target.h"
+
+void
+no_rdma_device(const struct target *t)
+{
+	fatalx("no RDMA device serves %s; create one with scripts/rxe-setup (Soft-RoCE) "
+	       "or run in the guest (scripts/vm-run)", t->cfg->listen_host);
+}
+
+static int
+rdma_devices_visible(void)
+{
+	int n = 0;
+	struct ibv_device **list = ibv_get_device_list(&n);
+
+	if (list != NULL)
+		ibv_free_device_list(list);
+	return list != NULL && n > 0;
+}
+
+int
+listener_start(struct target *t)
+{
+	struct epoll_event ev;
+	char addr[80];
+	int flags;
+
+	if (!rdma_devices_visible())
+		no_rdma_device(t);
+	t->cm_channel = rdma_create_event_channel();
+	if (t->cm_channel == NULL) {
+		if (errno == ENODEV || errno == ENOENT)
+			no_rdma_device(t);
+		log_warn("rdma_create_event_channel");
+		return -1;
+	}
+	flags = fcntl(t->cm_channel->fd, F_GETFL);
+	if (flags < 0 || fcntl(t->cm_channel->fd, F_SETFL, flags | O_NONBLOCK) < 0) {
+		log_warn("CM event channel O_NONBLOCK");
+		goto out_destroy_channel;
+	}
+	if (rdma_create_id(t->cm_channel, &t->listen_id, NULL, RDMA_PS_TCP) != 0) {
+		log_warn("rdma_create_id");
+		goto out_destroy_channel;
+	}
+	rb_sockaddr_str((struct sockaddr *)&t->cfg->listen, addr, sizeof(addr));
+	if (rdma_bind_addr(t->listen_id, (struct sockaddr *)&t->cfg->listen) != 0) {
+		if (errno == ENODEV || errno == EADDRNOTAVAIL)
+			no_rdma_device(t);
+		log_warn("rdma_bind_addr %s", addr);
+		goto out_destroy_id;
+	}
+	/* A specific address names its device now: register the pool at
+	 * startup.  A wildcard waits for the first connection. */
+	if (t->listen_id->verbs != NULL && device_get(t, t->listen_id->verbs) == NULL)
+		goto out_destroy_id;
+	if (rdma_listen(t->listen_id, 64) != 0) {
+		log_warn("rdma_listen %s", addr);
+		goto out_destroy_id;
+	}
+	t->cm_eh.type = EP_CM;
+	t->cm_eh.obj = t;
+	memset(&ev, 0, sizeof(ev));
+	ev.events = EPOLLIN;
+	ev.data.ptr = &t->cm_eh;
+	if (epoll_ctl(t->epfd, EPOLL_CTL_ADD, t->cm_channel->fd, &ev) < 0) {
+		log_warn("epoll_ctl (CM channel)");
+		goto out_destroy_id;
+	}
+	log_info("listening on %s", addr);
+	return 0;
+
+out_destroy_id:
+	rdma_destroy_id(t->listen_id);
+	t->listen_id = NULL;
+out_destroy_channel:
+	rdma_destroy_event_channel(t->cm_channel);
+	t->cm_channel = NULL;
+	return -1;
+}
+
+void
+listener_stop(struct target *t)
+{
+	if (t->listen_id != NULL) {
+		rdma_destroy_id(t->listen_id);
+		t->listen_id = NULL;
+	}
+	if (t->cm_channel != NULL) {
+		epoll_ctl(t->epfd, EPOLL_CTL_DEL, t->cm_channel->fd, NULL);
+		rdma_destroy_event_channel(t->cm_channel);
+		t->cm_channel = NULL;
+	}
+}
+
+static void
+reject(struct rdma_cm_id *id, uint16_t status, const char *peer, const char *why)
+{
+	uint8_t priv[sizeof(struct rb_conn_priv)];
+
+	log_warnx("%s: connection refused: %s (%s)", peer, why, rb_error_name(status));
+	rb_conn_priv_encode(priv, status, 0);
+	if (rdma_reject(id, priv, sizeof(priv)) != 0)
+		log_warn("%s: rdma_reject", peer);
+	rdma_destroy_id(id);
+}
+
+/* A copy of what we need from an event, so it can be acked first: an id
+ * cannot be destroyed while it has unacked events. */
+struct cm_event_copy {
+	enum rdma_cm_event_type type;
+	struct rdma_cm_id *id;
+	int status;
+	uint8_t priv[64];
+	uint8_t priv_len;
+	uint8_t responder_resources;
+};
+
+static void
+connect_request(struct target *t, const struct cm_event_copy *ev)
+{
+	struct rdma_cm_id *id = ev->id;
+	struct sockaddr *peer = rdma_get_peer_addr(id);
+	uint16_t status, wanted;
+	const char *why = "?";
+	char peer_str[64];
+	struct conn *c;
+	unsigned qd;
+
+	rb_sockaddr_str(peer, peer_str, sizeof(peer_str));
+	if (rb_conn_priv_decode(ev->priv_len ? ev->priv : NULL, ev->priv_len, &status,
+				&wanted, &why) < 0) {
+		reject(id, RB_EPROTO, peer_str, why);
+		return;
+	}
+	if (wanted == 0) {
+		reject(id, RB_EPROTO, peer_str, "asked for a queue depth of 0");
+		return;
+	}
+	if (!exports_any_allows(t, peer)) {
+		reject(id, RB_EACCES, peer_str, "address not allowed by any export");
+		return;
+	}
+	if (t->shutting_down) {
+		reject(id, RB_ESHUTDOWN, peer_str, "target is shutting down");
+		return;
+	}
+	qd = wanted < t->cfg->queue_depth ? wanted : t->cfg->queue_depth;
+	c = conn_create(t, id, qd, peer);
+	if (c == NULL) {
+		reject(id, RB_ENOMEM, peer_str, "cannot set up the connection");
+		return;
+	}
+	if (conn_accept(c, ev->responder_resources) < 0) {
+		conn_abort(c);   /* destroys id */
+		return;
+	}
+	log_debug("%s: accepted, queue depth %u", c->peer, c->cm_qd);
+}
+
+static void
+dispatch(struct target *t, const struct cm_event_copy *ev)
+{
+	struct conn *c = ev->id->context;
+
+	if (ev->type == RDMA_CM_EVENT_CONNECT_REQUEST) {
+		connect_request(t, ev);
+		return;
+	}
+	if (ev->id == t->listen_id) {
+		if (ev->type == RDMA_CM_EVENT_DEVICE_REMOVAL)
+			log_warnx("the RDMA device of the listener was removed");
+		else
+			log_debug("listener: %s", rdma_event_str(ev->type));
+		return;
+	}
+	if (c == NULL)
+		return;
+	switch (ev->type) {
+	case RDMA_CM_EVENT_ESTABLISHED:
+		conn_established(c);
+		break;
+	case RDMA_CM_EVENT_DISCONNECTED:
+		conn_close(c, "peer disconnected");
+		break;
+	case RDMA_CM_EVENT_TIMEWAIT_EXIT:
+		break;
+	case RDMA_CM_EVENT_DEVICE_REMOVAL:
+		conn_fail(c, "RDMA device removed");
+		break;
+	case RDMA_CM_EVENT_CONNECT_ERROR:
+	case RDMA_CM_EVENT_UNREACHABLE:
+	case RDMA_CM_EVENT_REJECTED:
+		conn_fail(c, rdma_event_str(ev->type));
+		break;
+	default:
+		log_debug("%s: %s", c->peer, rdma_event_str(ev->type));
+		break;
+	}
+}
+
+void
+listener_handle_events(struct target *t)
+{
+	struct rdma_cm_event *event;
+	struct cm_event_copy copy;
+
+	while (t->cm_channel != NULL && rdma_get_cm_event(t->cm_channel, &event) == 0) {
+		memset(&copy, 0, sizeof(copy));
+		copy.type = event->event;
+		copy.id = event->id;
+		copy.status = event->status;
+		if (event->event == RDMA_CM_EVENT_CONNECT_REQUEST) {
+			const struct rdma_conn_param *p = &event->param.conn;
+			size_t n = p->private_data_len;
+
+			if (n > sizeof(copy.priv))
+				n = sizeof(copy.priv);
+			if (p->private_data != NULL)
+				memcpy(copy.priv, p->private_data, n);
+			else
+				n = 0;
+			copy.priv_len = (uint8_t)n;
+			copy.responder_resources = p->responder_resources;
+		}
+		rdma_ack_cm_event(event);
+		dispatch(t, &copy);
+	}
+	if (errno != EAGAIN && errno != EWOULDBLOCK)
+		log_warn("rdma_get_cm_event");
+}
