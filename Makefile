@@ -68,8 +68,9 @@ $(LIB): $(INITIATOR_OBJS) $(COMMON_OBJS)
 	ar rcs $@ $^
 
 $(PLUGIN): $(PLUGIN_OBJS) $(LIB)
-	$(CC) $(LDFLAGS) -shared -Wl,-z,defs -o $@ $(PLUGIN_OBJS) $(LIB) $(INIT_LIBS)
+	$(CC) $(LDFLAGS) -shared -o $@ $(PLUGIN_OBJS) $(LIB) $(INIT_LIBS)
 
+# nbdkit_* symbols come from the nbdkit executable, so no -z defs here.
 # Unit tests link everything but the target's main().
 $(BUILD)/tests/unit/%: $(BUILD)/tests/unit/%.o $(TARGET_LIBOBJS) $(LIB)
 	$(CC) $(LDFLAGS) -o $@ $< $(TARGET_LIBOBJS) $(LIB) $(TARGET_LIBS)
