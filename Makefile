@@ -105,11 +105,21 @@ demo:
 bench: all
 	scripts/bench $(if $(QUICK),--quick)
 
+SYSTEMDDIR ?= $(shell pkg-config systemd --variable=systemdsystemunitdir 2>/dev/null || echo /lib/systemd/system)
+MANDIR ?= $(PREFIX)/share/man
+
 install: $(TARGET_BIN) $(PLUGIN)
-	install -d $(DESTDIR)$(PREFIX)/sbin $(DESTDIR)$(NBDKIT_PLUGINDIR) $(DESTDIR)$(SYSCONFDIR)/rdmablk
+	install -d $(DESTDIR)$(PREFIX)/sbin $(DESTDIR)$(NBDKIT_PLUGINDIR) $(DESTDIR)$(SYSCONFDIR)/rdmablk \
+		$(DESTDIR)$(SYSTEMDDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(MANDIR)/man8
 	install -m 0755 $(TARGET_BIN) $(DESTDIR)$(PREFIX)/sbin/rdmablk-target
 	install -m 0755 $(PLUGIN) $(DESTDIR)$(NBDKIT_PLUGINDIR)/nbdkit-rdma-plugin.so
 	install -m 0644 target/rdmablk.conf.example $(DESTDIR)$(SYSCONFDIR)/rdmablk/rdmablk.conf.example
+	sed 's|@SBINDIR@|$(PREFIX)/sbin|g' target/rdmablk-target.service >$(DESTDIR)$(SYSTEMDDIR)/rdmablk-target.service
+	chmod 0644 $(DESTDIR)$(SYSTEMDDIR)/rdmablk-target.service
+	for m in docs/man/*.[158]; do \
+		[ -e "$$m" ] || continue; \
+		s=$${m##*.}; install -m 0644 $$m $(DESTDIR)$(MANDIR)/man$$s/; \
+	done
 
 clean:
 	rm -rf build build-san

@@ -1,0 +1,144 @@
+/* The event loop: one thread, one epoll set for the CM channel, every
+ * connection's completion channel, the worker-completion eventfd and a
+ * signalfd.  After each round, waiting requests are resumed and finished
+ * connections freed (never in the middle of a round: the round's other
+ * events may still point at them). */
+#include <errno.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+#include "conn.h"
+#include "log.h"
+#include "request.h"
+#include "target.h"
+
+#define LOOP_TICK_MS 1000
+
+static void
+loop_reload(struct target *t)
+{
+	struct config *nc;
+	unsigned nerrors = 0;
+
+	log_info("SIGHUP: reloading %s", t->config_file);
+	nc = config_load(t->config_file, 0, NULL, NULL, &nerrors);
+	if (nc == NULL) {
+		log_warnx("reload: %u error%s in %s; keeping the running configuration",
+			  nerrors, nerrors == 1 ? "" : "s", t->config_file);
+		return;
+	}
+	if (memcmp(&nc->listen, &t->cfg->listen, sizeof(nc->listen)) != 0 ||
+	    nc->port != t->cfg->port)
+		log_warnx("reload: listen/port changes need a restart; still on %s port %u",
+			  t->cfg->listen_host, t->cfg->port);
+	if (nc->max_io != t->cfg->max_io || nc->buffer_pool != t->cfg->buffer_pool ||
+	    nc->threads != t->cfg->threads)
+		log_warnx("reload: max-io, buffer-pool and threads changes need a restart");
+	/* What may change live. */
+	t->cfg->queue_depth = nc->queue_depth;
+	t->cfg->inline_max = nc->inline_max;
+	t->cfg->log_level = nc->log_level;
+	if (log_get_level() < LOG_LEVEL_DEBUG)
+		log_set_level(nc->log_level);
+	exports_apply(t, nc);
+	config_free(nc);
+}
+
+static void
+loop_shutdown(struct target *t, int signo)
+{
+	struct conn *c;
+
+	if (t->shutting_down)
+		return;
+	log_info("%s: stopping: finishing in-flight requests", strsignal(signo));
+	t->shutting_down = 1;
+	for (c = t->conns; c != NULL; c = c->next)
+		conn_drain(c);
+}
+
+static void
+loop_signal(struct target *t)
+{
+	struct signalfd_siginfo si;
+
+	while (read(t->sigfd, &si, sizeof(si)) == sizeof(si)) {
+		switch (si.ssi_signo) {
+		case SIGHUP:
+			loop_reload(t);
+			break;
+		case SIGTERM:
+		case SIGINT:
+			loop_shutdown(t, (int)si.ssi_signo);
+			break;
+		default:
+			break;
+		}
+	}
+}
+
+static void
+loop_compq(struct target *t)
+{
+	struct job *j, *next;
+
+	for (j = compq_take(t->compq); j != NULL; j = next) {
+		next = j->next;
+		j->next = NULL;
+		req_job_done(j->owner);
+	}
+}
+
+static void
+loop_kick_all(struct target *t)
+{
+	struct device *d;
+	struct conn *c, *next;
+
+	for (d = t->devices; d != NULL; d = d->next)
+		pool_service(d->pool);
+	for (c = t->conns; c != NULL; c = next) {
+		next = c->next;
+		conn_kick(c);
+	}
+}
+
+int
+loop_run(struct target *t)
+{
+	struct epoll_event evs[32];
+	struct ep_handler *eh;
+	int i, n;
+
+	while (!(t->shutting_down && t->conns == NULL)) {
+		n = epoll_wait(t->epfd, evs, 32, LOOP_TICK_MS);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			log_warn("epoll_wait");
+			return -1;
+		}
+		for (i = 0; i < n; i++) {
+			eh = evs[i].data.ptr;
+			switch (eh->type) {
+			case EP_CM:
+				listener_handle_events(t);
+				break;
+			case EP_COMP:
+				conn_handle_cq_event(eh->obj);
+				break;
+			case EP_COMPQ:
+				loop_compq(t);
+				break;
+			case EP_SIGNAL:
+				loop_signal(t);
+				break;
+			}
+		}
+		loop_kick_all(t);
+	}
+	return 0;
+}

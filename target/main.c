@@ -1,0 +1,200 @@
+/* rdmablk-target: serve block exports over RDMA.
+ *
+ *   rdmablk-target -c FILE [-f] [-n] [-p PIDFILE] [-v]
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "target.h"
+
+static void
+usage(void)
+{
+	fprintf(stderr, "usage: rdmablk-target -c FILE [-f] [-n] [-p PIDFILE] [-v]\n"
+		"  -c FILE     configuration file\n"
+		"  -f          stay in the foreground and log to stderr\n"
+		"  -n          check the configuration and exit\n"
+		"  -p PIDFILE  write a pidfile once listening\n"
+		"  -v          more logging\n");
+	exit(2);
+}
+
+/* daemon() changes to /: keep paths usable. */
+static char *
+absolute(const char *path)
+{
+	char cwd[PATH_MAX], *out;
+
+	if (path[0] == '/' || getcwd(cwd, sizeof(cwd)) == NULL)
+		return strdup(path);
+	if (asprintf(&out, "%s/%s", cwd, path) < 0)
+		return NULL;
+	return out;
+}
+
+static int
+pidfile_write(const char *path)
+{
+	char buf[32];
+	int fd, n;
+
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		log_warn("pidfile %s", path);
+		return -1;
+	}
+	n = snprintf(buf, sizeof(buf), "%d\n", (int)getpid());
+	if (write(fd, buf, (size_t)n) != n) {
+		log_warn("pidfile %s: write", path);
+		close(fd);
+		unlink(path);
+		return -1;
+	}
+	close(fd);
+	return 0;
+}
+
+static int
+setup_loop(struct target *t)
+{
+	struct epoll_event ev;
+	sigset_t set;
+
+	t->epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (t->epfd < 0) {
+		log_warn("epoll_create1");
+		return -1;
+	}
+	sigemptyset(&set);
+	sigaddset(&set, SIGHUP);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	t->sigfd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
+	if (t->sigfd < 0) {
+		log_warn("signalfd");
+		return -1;
+	}
+	t->sig_eh.type = EP_SIGNAL;
+	t->sig_eh.obj = t;
+	memset(&ev, 0, sizeof(ev));
+	ev.events = EPOLLIN;
+	ev.data.ptr = &t->sig_eh;
+	if (epoll_ctl(t->epfd, EPOLL_CTL_ADD, t->sigfd, &ev) < 0) {
+		log_warn("epoll_ctl (signalfd)");
+		return -1;
+	}
+	t->compq = compq_create();
+	if (t->compq == NULL)
+		return -1;
+	t->compq_eh.type = EP_COMPQ;
+	t->compq_eh.obj = t;
+	ev.data.ptr = &t->compq_eh;
+	if (epoll_ctl(t->epfd, EPOLL_CTL_ADD, compq_fd(t->compq), &ev) < 0) {
+		log_warn("epoll_ctl (completion eventfd)");
+		return -1;
+	}
+	t->workq = workq_create(t->cfg->threads);
+	return t->workq == NULL ? -1 : 0;
+}
+
+int
+main(int argc, char **argv)
+{
+	struct target t;
+	const char *conf = NULL, *pidfile_arg = NULL;
+	char *pidfile = NULL;
+	int foreground = 0, check = 0, verbose = 0, ch, rc = 1;
+	unsigned nerrors = 0;
+	sigset_t set;
+
+	while ((ch = getopt(argc, argv, "c:fnp:vh")) != -1) {
+		switch (ch) {
+		case 'c': conf = optarg; break;
+		case 'f': foreground = 1; break;
+		case 'n': check = 1; break;
+		case 'p': pidfile_arg = optarg; break;
+		case 'v': verbose = 1; break;
+		default: usage();
+		}
+	}
+	if (conf == NULL || optind != argc)
+		usage();
+
+	log_init(1, verbose ? LOG_LEVEL_DEBUG : LOG_LEVEL_INFO);
+	if (check) {
+		struct config *c = config_load(conf, CONFIG_CHECK, NULL, NULL, &nerrors);
+
+		if (c == NULL) {
+			fprintf(stderr, "%u error%s in %s\n", nerrors, nerrors == 1 ? "" : "s",
+				conf);
+			return 1;
+		}
+		config_free(c);
+		printf("configuration OK\n");
+		return 0;
+	}
+
+	memset(&t, 0, sizeof(t));
+	t.epfd = t.sigfd = -1;
+	t.config_file = absolute(conf);
+	if (pidfile_arg != NULL)
+		pidfile = absolute(pidfile_arg);
+	if (t.config_file == NULL || (pidfile_arg != NULL && pidfile == NULL))
+		fatalx("out of memory");
+	t.cfg = config_load(t.config_file, 0, NULL, NULL, &nerrors);
+	if (t.cfg == NULL)
+		fatalx("%u error%s in %s", nerrors, nerrors == 1 ? "" : "s", conf);
+	if (!verbose)
+		log_set_level(t.cfg->log_level);
+
+	if (!foreground) {
+		if (daemon(0, 0) < 0)
+			fatal("daemon");
+		log_init(0, verbose ? LOG_LEVEL_DEBUG : t.cfg->log_level);
+	}
+	/* Block before any thread exists, so only the signalfd sees them. */
+	sigemptyset(&set);
+	sigaddset(&set, SIGHUP);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	sigprocmask(SIG_BLOCK, &set, NULL);
+	signal(SIGPIPE, SIG_IGN);
+
+	if (setup_loop(&t) < 0)
+		goto out;
+	exports_apply(&t, t.cfg);
+	if (listener_start(&t) < 0)
+		goto out;
+	/* Tests wait for the pidfile: it means "listening". */
+	if (pidfile != NULL && pidfile_write(pidfile) < 0)
+		goto out;
+	if (loop_run(&t) == 0)
+		rc = 0;
+	log_info("all connections closed; flushing exports");
+out:
+	listener_stop(&t);
+	workq_destroy(t.workq);
+	exports_destroy_all(&t);
+	device_destroy_all(&t);
+	compq_destroy(t.compq);
+	if (t.sigfd >= 0)
+		close(t.sigfd);
+	if (t.epfd >= 0)
+		close(t.epfd);
+	if (pidfile != NULL)
+		unlink(pidfile);
+	log_info("exiting");
+	config_free(t.cfg);
+	free(pidfile);
+	free((char *)t.config_file);
+	return rc;
+}
