@@ -37,6 +37,7 @@ struct parser {
 	char seen[16][24];
 	int nseen;
 	int path_line, size_line;
+	int listen_seen;            /* even if its value was bad */
 };
 
 static void
@@ -166,6 +167,7 @@ target_key(struct parser *p, int line, const char *key, const char *val)
 		struct sockaddr_storage ss;
 		socklen_t len;
 
+		p->listen_seen = 1;
 		if (strlen(val) >= sizeof(c->listen_host) ||
 		    rb_sockaddr_parse(val, RB_DEFAULT_PORT, &ss, &len) < 0) {
 			perr(p, line, "listen: bad address '%s' (a numeric IPv4 or IPv6 address)",
@@ -536,6 +538,8 @@ check_target(struct parser *p, int last_line)
 	int line = p->target_line ? p->target_line : last_line;
 
 	if (c->listen_len == 0) {
+		if (p->listen_seen)
+			return;   /* its bad value was reported */
 		perr(p, line, p->target_line ? "[target]: missing listen" :
 		     "missing [target] section with listen =");
 		return;

@@ -3,6 +3,7 @@
  * themselves are request.c's business. */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -280,6 +281,9 @@ conn_accept(struct conn *c, uint8_t peer_responder_resources)
 	param.initiator_depth = (uint8_t)(peer_responder_resources < init_depth ?
 					  peer_responder_resources : init_depth);
 	param.responder_resources = 0;
+	if (param.initiator_depth == 0)
+		log_warnx("%s: the initiator serves no RDMA READs: non-inline WRITEs will fail",
+			  c->peer);
 	param.retry_count = 7;
 	param.rnr_retry_count = 7;
 	if (rdma_accept(c->cm_id, &param) != 0) {

@@ -2,6 +2,7 @@
  * its connections (so a FLUSH on one connection covers writes acknowledged
  * on any other: RB_EXP_MULTI_CONN).  exports_apply() installs a freshly
  * parsed config at startup and on SIGHUP. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>

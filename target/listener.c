@@ -230,7 +230,10 @@ listener_handle_events(struct target *t)
 			else
 				n = 0;
 			copy.priv_len = (uint8_t)n;
-			copy.responder_resources = p->responder_resources;
+			/* The CM reports the REQ from the receiver's side:
+			 * the peer's responder_resources (how many RDMA
+			 * READs it serves for us) arrive as initiator_depth. */
+			copy.responder_resources = p->initiator_depth;
 		}
 		rdma_ack_cm_event(event);
 		dispatch(t, &copy);

@@ -111,7 +111,8 @@ main(int argc, char **argv)
 {
 	struct target t;
 	const char *conf = NULL, *pidfile_arg = NULL;
-	char *pidfile = NULL;
+	char *pidfile = NULL, *config_file;
+	int pidfile_written = 0;
 	int foreground = 0, check = 0, verbose = 0, ch, rc = 1;
 	unsigned nerrors = 0;
 	sigset_t set;
@@ -145,7 +146,7 @@ main(int argc, char **argv)
 
 	memset(&t, 0, sizeof(t));
 	t.epfd = t.sigfd = -1;
-	t.config_file = absolute(conf);
+	t.config_file = config_file = absolute(conf);
 	if (pidfile_arg != NULL)
 		pidfile = absolute(pidfile_arg);
 	if (t.config_file == NULL || (pidfile_arg != NULL && pidfile == NULL))
@@ -175,8 +176,11 @@ main(int argc, char **argv)
 	if (listener_start(&t) < 0)
 		goto out;
 	/* Tests wait for the pidfile: it means "listening". */
-	if (pidfile != NULL && pidfile_write(pidfile) < 0)
-		goto out;
+	if (pidfile != NULL) {
+		if (pidfile_write(pidfile) < 0)
+			goto out;
+		pidfile_written = 1;
+	}
 	if (loop_run(&t) == 0)
 		rc = 0;
 	log_info("all connections closed; flushing exports");
@@ -190,11 +194,11 @@ out:
 		close(t.sigfd);
 	if (t.epfd >= 0)
 		close(t.epfd);
-	if (pidfile != NULL)
+	if (pidfile_written)
 		unlink(pidfile);
 	log_info("exiting");
 	config_free(t.cfg);
 	free(pidfile);
-	free((char *)t.config_file);
+	free(config_file);
 	return rc;
 }

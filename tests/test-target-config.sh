@@ -1,0 +1,75 @@
+#!/bin/bash
+# rdmablk-target -n: a good config prints "configuration OK" and exits 0; a bad one prints
+# every error as FILE:LINE: message and exits 1. No RDMA needed; -n never creates files.
+# shellcheck source=tests/lib.sh
+. "$(dirname "$0")/lib.sh"
+
+requires_file "$BUILD/rdmablk-target"
+
+truncate -s 1M "$T/ro.img"
+cat >"$T/good.conf" <<EOF
+[target]
+listen = 10.55.0.1
+port = 10810
+queue-depth = 64
+max-io = 1M
+buffer-pool = 16M
+inline-max = 4K
+threads = 2
+log-level = info
+
+[export disk0]
+path = $T/disk0.img     # created by size = at startup, not by -n
+size = 16M
+durability = fua
+allow = 10.55.0.0/24 10.55.0.7
+description = a test disk
+max-connections = 4
+
+[export ro]
+path = $T/ro.img
+read-only = yes
+EOF
+step good "$BUILD/rdmablk-target" -n -c "$T/good.conf" || fail "good config rejected"
+grep -qx 'configuration OK' "$LOGS/good.log" || fail "no 'configuration OK'"
+[ ! -e "$T/disk0.img" ] || fail "-n created the backing file"
+ok "good config: configuration OK, exit 0, nothing created"
+
+cat >"$T/bad.conf" <<EOF
+[target]
+listen = 10.55.0.300
+queue-depth = 0
+max-io = 1000
+log-level = loud
+colour = blue
+
+[export disk0]
+path = $T/missing/disk0.img
+read-only = perhaps
+durability = sometimes
+allow = 10.55.0.0/40
+
+[export disk0]
+path = $T/ro.img
+
+[export nopath]
+size = 1Q
+EOF
+rc=0
+step bad "$BUILD/rdmablk-target" -n -c "$T/bad.conf" || rc=$?
+[ "$rc" = 1 ] || fail "bad config: exit $rc, expected 1"
+for line in 2 3 4 5 6 9 10 11 12 14 17 18; do
+    grep -q "^$T/bad.conf:$line: " "$LOGS/bad.log" || fail "no error reported for line $line"
+done
+grep -q "path: $T/missing/disk0.img: No such file or directory" "$LOGS/bad.log" ||
+    fail "missing backing file not reported as 'path: FILE: No such file or directory'"
+grep -q "duplicate export 'disk0'" "$LOGS/bad.log" || fail "duplicate export not reported"
+grep -q "missing path" "$LOGS/bad.log" || fail "missing path not reported"
+if grep -q 'configuration OK' "$LOGS/bad.log"; then fail "bad config claims to be OK"; fi
+ok "bad config: every error reported as FILE:LINE, exit 1"
+
+rc=0
+step nofile "$BUILD/rdmablk-target" -n -c "$T/nonexistent.conf" || rc=$?
+[ "$rc" = 1 ] || fail "missing config file: exit $rc, expected 1"
+grep -q "$T/nonexistent.conf" "$LOGS/nofile.log" || fail "missing config file not named"
+ok "missing config file: named, exit 1"

@@ -1,0 +1,252 @@
+/* Unit test for target/config.c: a valid config parses with the right
+ * values; each invalid variant is reported as FILE:LINE: message.
+ * No RDMA needed.  Prints one line per check; exits 0 or 1. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../../target/config.h"
+#include "../../target/log.h"
+
+static char dir[] = "/tmp/rdmablk-test-config.XXXXXX";
+static char conf[512], img[512], img2[512];
+static int failures;
+
+struct errors {
+	char text[4096];
+	unsigned n;
+};
+
+static void
+collect(void *arg, const char *msg)
+{
+	struct errors *e = arg;
+	size_t len = strlen(e->text);
+
+	e->n++;
+	snprintf(e->text + len, sizeof(e->text) - len, "%s\n", msg);
+}
+
+static void
+check(int cond, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void
+check(int cond, const char *fmt, ...)
+{
+	va_list ap;
+
+	printf("%s: ", cond ? "ok" : "FAIL");
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	printf("\n");
+	if (!cond)
+		failures++;
+}
+
+static void
+write_conf(const char *text)
+{
+	FILE *f = fopen(conf, "w");
+
+	if (f == NULL || fputs(text, f) < 0 || fclose(f) != 0) {
+		perror(conf);
+		exit(1);
+	}
+}
+
+static struct config *
+load(const char *text, int flags, struct errors *e)
+{
+	unsigned n = 0;
+	struct config *c;
+
+	memset(e, 0, sizeof(*e));
+	write_conf(text);
+	c = config_load(conf, flags, collect, e, &n);
+	if (n != e->n)
+		check(0, "error count %u matches reported errors %u", n, e->n);
+	return c;
+}
+
+/* The config must fail with an error naming FILE:LINE and containing
+ * `what`. */
+static void
+expect_error(const char *name, const char *text, int line, const char *what)
+{
+	struct errors e;
+	struct config *c = load(text, CONFIG_CHECK, &e);
+	char where[600];
+
+	snprintf(where, sizeof(where), "%s:%d: ", conf, line);
+	check(c == NULL && strstr(e.text, where) != NULL && strstr(e.text, what) != NULL,
+	      "%s: reported as %s...%s", name, where, what);
+	if (c != NULL || strstr(e.text, where) == NULL || strstr(e.text, what) == NULL)
+		printf("   got: %s", e.n ? e.text : "(no error)\n");
+	config_free(c);
+}
+
+#define TARGET "[target]\nlisten = 10.55.0.1\n"
+
+int
+main(void)
+{
+	char text[4096], buf[512];
+	struct errors e;
+	struct config *c;
+	const struct cfg_export *x;
+	struct stat st;
+	FILE *f;
+
+	log_init(1, LOG_LEVEL_ERROR);
+	if (mkdtemp(dir) == NULL) {
+		perror("mkdtemp");
+		return 1;
+	}
+	snprintf(conf, sizeof(conf), "%s/t.conf", dir);
+	snprintf(img, sizeof(img), "%s/disk0.img", dir);
+	snprintf(img2, sizeof(img2), "%s/ro.img", dir);
+	f = fopen(img2, "w");
+	if (f == NULL || ftruncate(fileno(f), 1 << 20) < 0 || fclose(f) != 0) {
+		perror(img2);
+		return 1;
+	}
+
+	/* ---- a valid config ---- */
+	snprintf(text, sizeof(text),
+		 "# comment line\n"
+		 "[target]\n"
+		 "listen = 10.55.0.1      # inline comment\n"
+		 "port = 10999\n"
+		 "queue-depth = 64\n"
+		 "max-io = 512K\n"
+		 "threads = 3\n"
+		 "log-level = debug\n"
+		 "buffer-pool = 16M\n"
+		 "inline-max = 2K\n"
+		 "\n"
+		 "[export disk0]\n"
+		 "path = %s\n"
+		 "size = 8M\n"
+		 "read-only = no\n"
+		 "durability = fua\n"
+		 "allow = 10.55.0.0/24 10.55.1.7\n"
+		 "description = first disk\n"
+		 "max-connections = 2\n"
+		 "[export ro]\n"
+		 "path = %s\n"
+		 "read-only = yes\n", img, img2);
+	c = load(text, 0, &e);
+	check(c != NULL, "valid config parses (errors: %s)", e.n ? e.text : "none");
+	if (c == NULL)
+		return 1;
+	check(strcmp(c->listen_host, "10.55.0.1") == 0, "listen = 10.55.0.1");
+	check(c->port == 10999, "port = 10999");
+	check(c->queue_depth == 64, "queue-depth = 64");
+	check(c->max_io == 512 * 1024, "max-io = 512K");
+	check(c->threads == 3, "threads = 3");
+	check(c->log_level == LOG_LEVEL_DEBUG, "log-level = debug");
+	check(c->buffer_pool == 16u << 20, "buffer-pool = 16M");
+	check(c->inline_max == 2048, "inline-max = 2K");
+	check(c->nexports == 2, "two exports");
+	x = config_find_export(c, "disk0");
+	check(x != NULL && x->size == 8u << 20 && !x->read_only &&
+	      x->durability == DURABILITY_FUA && x->nallow == 2 &&
+	      x->max_connections == 2 && strcmp(x->description, "first disk") == 0 &&
+	      x->fd >= 0, "export disk0 values");
+	check(stat(img, &st) == 0 && st.st_size == 8 << 20, "size = 8M created the file");
+	x = config_find_export(c, "ro");
+	check(x != NULL && x->read_only && x->size == 1u << 20 &&
+	      x->durability == DURABILITY_ALWAYS && x->nallow == 0,
+	      "export ro values and defaults");
+	config_free(c);
+
+	/* defaults */
+	snprintf(text, sizeof(text), TARGET "[export a]\npath = %s\n", img);
+	c = load(text, 0, &e);
+	check(c != NULL && c->port == 10810 && c->queue_depth == 128 &&
+	      c->max_io == 1u << 20 && c->buffer_pool == 64u << 20 &&
+	      c->inline_max == 4096 && c->threads >= 1, "defaults");
+	config_free(c);
+
+	/* -n never creates files */
+	snprintf(buf, sizeof(buf), "%s/new.img", dir);
+	snprintf(text, sizeof(text), TARGET "[export a]\npath = %s\nsize = 1M\n", buf);
+	c = load(text, CONFIG_CHECK, &e);
+	check(c != NULL && access(buf, F_OK) != 0, "check mode accepts size= for a new file without creating it");
+	config_free(c);
+
+	/* refusing to shrink */
+	snprintf(text, sizeof(text), TARGET "[export a]\npath = %s\nsize = 4M\n", img);
+	expect_error("shrink", text, 5, "refusing to shrink");
+
+	/* ---- invalid variants ---- */
+	snprintf(text, sizeof(text), TARGET "bogus = 1\n[export a]\npath = %s\n", img);
+	expect_error("unknown key", text, 3, "unknown key 'bogus'");
+	snprintf(text, sizeof(text), TARGET "[export a]\npath = %s\nsize = 12Q\n", img);
+	expect_error("bad size", text, 5, "bad size");
+	snprintf(text, sizeof(text), TARGET "[export a]\npath = %s\nread-only = maybe\n", img);
+	expect_error("bad bool", text, 5, "bad boolean");
+	snprintf(text, sizeof(text), TARGET "log-level = loud\n[export a]\npath = %s\n", img);
+	expect_error("bad log-level", text, 3, "log-level");
+	snprintf(text, sizeof(text), "[target]\nlisten = 10.55.0.300\n[export a]\npath = %s\n", img);
+	expect_error("bad address", text, 2, "bad address");
+	snprintf(text, sizeof(text), TARGET "[export a]\npath = %s\n[export a]\npath = %s\n",
+		 img, img);
+	expect_error("duplicate export", text, 5, "duplicate export 'a'");
+	snprintf(text, sizeof(text), TARGET "[export a]\nsize = 1M\n");
+	expect_error("missing path", text, 3, "missing path");
+	snprintf(text, sizeof(text), "[target]\nport = 1\n[export a]\npath = %s\n", img);
+	expect_error("missing listen", text, 1, "missing listen");
+	snprintf(text, sizeof(text), TARGET "[export a]\npath = /nonexistent/x/y\n");
+	expect_error("missing file", text, 4, "path: /nonexistent/x/y: No such file or directory");
+	snprintf(text, sizeof(text), "listen = 10.55.0.1\n" TARGET "[export a]\npath = %s\n", img);
+	expect_error("key outside a section", text, 1, "outside a section");
+	snprintf(text, sizeof(text), TARGET "[export .hidden]\npath = %s\n", img);
+	expect_error("bad export name", text, 3, "bad export name");
+	snprintf(text, sizeof(text), TARGET "queue-depth = 0\n[export a]\npath = %s\n", img);
+	expect_error("queue-depth 0", text, 3, "queue-depth");
+	snprintf(text, sizeof(text), TARGET "max-io = 5000\n[export a]\npath = %s\n", img);
+	expect_error("max-io not a multiple of 512", text, 3, "max-io");
+	snprintf(text, sizeof(text), TARGET "max-io = 32M\n[export a]\npath = %s\n", img);
+	expect_error("max-io > 16M", text, 3, "max-io");
+	snprintf(text, sizeof(text), TARGET "[export a]\npath = %s\ndurability = sometimes\n", img);
+	expect_error("durability bad value", text, 5, "durability");
+	snprintf(text, sizeof(text), TARGET "[export a]\npath = %s\nallow = 10.55.0.0/33\n", img);
+	expect_error("bad allow prefix", text, 5, "allow");
+	snprintf(text, sizeof(text), TARGET "buffer-pool = 512K\n[export a]\npath = %s\n", img);
+	expect_error("buffer-pool below max-io", text, 1, "buffer-pool");
+	snprintf(text, sizeof(text), TARGET "inline-max = 8K\n[export a]\npath = %s\n", img);
+	expect_error("inline-max above 4096", text, 3, "inline-max");
+	snprintf(text, sizeof(text), TARGET "[export a]\npath = %s\nsize = 1000\n", img);
+	expect_error("size not a multiple of 512", text, 5, "multiple of 512");
+
+	/* every error at once */
+	snprintf(text, sizeof(text),
+		 "[target]\nlisten = nowhere\nqueue-depth = 0\n[export a]\nfoo = 1\n");
+	c = load(text, CONFIG_CHECK, &e);
+	check(c == NULL && e.n == 4, "all errors reported at once (got %u)", e.n);
+	config_free(c);
+
+	/* missing config file */
+	{
+		unsigned n = 0;
+		struct errors e2;
+
+		memset(&e2, 0, sizeof(e2));
+		c = config_load("/nonexistent/rdmablk.conf", CONFIG_CHECK, collect, &e2, &n);
+		check(c == NULL && n == 1 && strstr(e2.text, "/nonexistent/rdmablk.conf") != NULL,
+		      "missing config file is an error naming it");
+	}
+
+	unlink(conf);
+	unlink(img);
+	unlink(img2);
+	unlink(buf);
+	rmdir(dir);
+	printf("%s\n", failures ? "test-config: FAILED" : "test-config: all checks passed");
+	return failures ? 1 : 0;
+}
