@@ -26,6 +26,7 @@ struct rb_client {
 	pthread_cond_t        cond;       /* a connect attempt finished */
 	struct rb_conn       *conn;       /* current; may be dead */
 	int                   connecting;
+	int                   retiring;   /* dead connections being torn down */
 };
 
 void
@@ -182,6 +183,10 @@ rb_client_close(struct rb_client *c)
 		return;
 	if (c->conn != NULL)
 		rb_conn_unref(c->conn);
+	pthread_mutex_lock(&c->lock);
+	while (c->retiring > 0)
+		pthread_cond_wait(&c->cond, &c->lock);
+	pthread_mutex_unlock(&c->lock);
 	pthread_cond_destroy(&c->cond);
 	pthread_mutex_destroy(&c->lock);
 	free(c);
@@ -202,6 +207,58 @@ rb_client_stats(struct rb_client *c, struct rb_stats *s)
 	s->copy_ns = __atomic_load_n(&c->stats.copy_ns, __ATOMIC_RELAXED);
 	s->copy_bytes = __atomic_load_n(&c->stats.copy_bytes, __ATOMIC_RELAXED);
 	s->keepalives = __atomic_load_n(&c->stats.keepalives, __ATOMIC_RELAXED);
+}
+
+struct retire {
+	struct rb_client *c;
+	struct rb_conn   *conn;
+};
+
+static void *
+retire_thread(void *arg)
+{
+	struct retire *rt = arg;
+	struct rb_client *c = rt->c;
+
+	rb_conn_unref(rt->conn);
+	free(rt);
+	pthread_mutex_lock(&c->lock);
+	c->retiring--;
+	pthread_cond_broadcast(&c->cond);
+	pthread_mutex_unlock(&c->lock);
+	return NULL;
+}
+
+/* Drop the client's reference to a dead connection off the request path:
+ * tearing down a connection whose peer is gone can block in the kernel
+ * CM, and that time must not count against the request's deadline. */
+static void
+retire(struct rb_client *c, struct rb_conn *conn)
+{
+	struct retire *rt = malloc(sizeof(*rt));
+	pthread_attr_t attr;
+	pthread_t tid;
+	int r = -1;
+
+	if (rt != NULL) {
+		rt->c = c;
+		rt->conn = conn;
+		pthread_mutex_lock(&c->lock);
+		c->retiring++;
+		pthread_mutex_unlock(&c->lock);
+		pthread_attr_init(&attr);
+		pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+		r = pthread_create(&tid, &attr, retire_thread, rt);
+		pthread_attr_destroy(&attr);
+		if (r != 0) {
+			pthread_mutex_lock(&c->lock);
+			c->retiring--;
+			pthread_mutex_unlock(&c->lock);
+			free(rt);
+		}
+	}
+	if (r != 0)
+		rb_conn_unref(conn);
 }
 
 /* A new connection must describe the same export we promised callers. */
@@ -291,7 +348,7 @@ get_conn(struct rb_client *c, uint64_t deadline_ns, int *err)
 		pthread_mutex_unlock(&c->lock);
 
 		if (old != NULL)
-			rb_conn_unref(old);
+			retire(c, old);
 		conn = reconnect(c, deadline_ns, err);
 
 		pthread_mutex_lock(&c->lock);

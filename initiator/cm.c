@@ -52,7 +52,8 @@ cm_wait(struct rb_conn *conn, uint64_t deadline_ns, struct rdma_cm_event **ev,
 		}
 		ms = remaining_ms(deadline_ns);
 		if (ms == 0) {
-			rb_seterr(errbuf, "%s %s:%u: timed out", what,
+			rb_seterr(errbuf, "%s %s:%u: no answer in time (target "
+				  "down or host unreachable?)", what,
 				  conn->cfg.host, conn->cfg.port);
 			return -ETIMEDOUT;
 		}

@@ -131,6 +131,8 @@ create_buffers(struct rb_conn *conn, char *errbuf)
 static void
 conn_destroy(struct rb_conn *conn)
 {
+	uint64_t t0 = rb_now_ns();
+
 	rb_cq_stop(conn);
 	if (conn->connected && !conn->disconnect_sent)
 		rdma_disconnect(conn->id);
@@ -153,6 +155,9 @@ conn_destroy(struct rb_conn *conn)
 	pthread_cond_destroy(&conn->slot_cond);
 	pthread_mutex_destroy(&conn->lock);
 	free(conn);
+	if (rb_now_ns() - t0 > 1000000000u)
+		rb_log(RB_LOG_DEBUG, "tearing a connection down took %llu ms",
+		       (unsigned long long)((rb_now_ns() - t0) / 1000000));
 }
 
 int

@@ -229,7 +229,21 @@ target_key(struct parser *p, int line, const char *key, const char *val)
 		else
 			c->inline_max = (uint32_t)v;
 	} else if (strcmp(key, "admin-socket") == 0) {
-		perr(p, line, "admin-socket: not supported yet");
+		c->admin_socket_set = 1;
+		if (strcasecmp(val, "none") == 0)
+			c->admin_socket[0] = '\0';
+		else if (val[0] != '/' || strlen(val) >= sizeof(c->admin_socket))
+			perr(p, line, "admin-socket: '%s' is not an absolute path of at most "
+			     "%zu bytes (or none)", val, sizeof(c->admin_socket) - 1);
+		else
+			snprintf(c->admin_socket, sizeof(c->admin_socket), "%s", val);
+	} else if (strcmp(key, "stats") == 0) {
+		int b;
+
+		if (rb_parse_bool(val, &b) < 0)
+			perr(p, line, "stats: bad boolean '%s' (yes/no/true/false/on/off)", val);
+		else
+			c->stats = b;
 	} else {
 		perr(p, line, "unknown key '%s' in [target]", key);
 	}
@@ -422,7 +436,7 @@ end_section(struct parser *p)
 		return;
 	if (e->path == NULL)
 		perr(p, e->line, "[export %s]: missing path", e->name);
-	else if (!p->cur_discard)
+	else if (!p->cur_discard && !(p->flags & CONFIG_NO_OPEN))
 		export_open(p, e);
 	if (p->cur_discard) {
 		cfg_export_free(e);
@@ -587,6 +601,8 @@ config_load(const char *file, int flags, config_error_fn *err, void *arg,
 	c->log_level = LOG_LEVEL_INFO;
 	c->buffer_pool = CONFIG_DEFAULT_POOL;
 	c->inline_max = CONFIG_DEFAULT_INLINE_MAX;
+	snprintf(c->admin_socket, sizeof(c->admin_socket), "%s", CONFIG_DEFAULT_ADMIN_SOCKET);
+	c->stats = 1;
 
 	f = fopen(file, "re");
 	if (f == NULL) {

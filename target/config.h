@@ -19,6 +19,8 @@
 #define CONFIG_DEFAULT_INLINE_MAX  4096u
 #define CONFIG_MAX_THREADS         256
 #define CONFIG_BLOCK               512u
+#define CONFIG_DEFAULT_ADMIN_SOCKET "/run/rdmablk/target.sock"
+#define CONFIG_DEFAULT_FILE        "/etc/rdmablk/rdmablk.conf"
 
 enum durability {
 	DURABILITY_ALWAYS,    /* every write is on stable storage before its reply */
@@ -58,6 +60,9 @@ struct config {
 	int      log_level;                  /* enum log_level */
 	uint64_t buffer_pool;
 	uint32_t inline_max;
+	char     admin_socket[108];          /* sun_path; "" for none */
+	int      admin_socket_set;           /* named in the file, not the default */
+	int      stats;                      /* count requests (stats = yes) */
 	struct cfg_export *exports;          /* in file order */
 	unsigned nexports;
 };
@@ -65,6 +70,9 @@ struct config {
 /* CONFIG_CHECK: only check (-n): open paths to prove they can be, but
  * never create or extend files. */
 #define CONFIG_CHECK 0x1
+/* CONFIG_NO_OPEN: do not touch the export paths at all (--stats only needs
+ * the [target] section). */
+#define CONFIG_NO_OPEN 0x2
 
 /* Receives one "FILE:LINE: message" per error. */
 typedef void config_error_fn(void *arg, const char *msg);

@@ -253,6 +253,7 @@ conn_create(struct target *t, struct rdma_cm_id *id, unsigned cm_qd,
 		t->conns->prev = c;
 	t->conns = c;
 	t->nconns++;
+	t->stats.accepted++;
 	return c;
 
 out_destroy_buffers:
@@ -302,6 +303,7 @@ conn_destroy(struct conn *c)
 
 	if (epoll_ctl(t->epfd, EPOLL_CTL_DEL, c->channel->fd, NULL) < 0)
 		log_warn("%s: epoll_ctl del", c->peer);
+	stats_conn_closed(c);
 	if (c->exp != NULL)
 		export_put_conn(t, c->exp);
 	if (c->qp != NULL)
@@ -412,6 +414,7 @@ hello_refuse(struct conn *c, uint16_t status, const char *name, const char *why)
 
 	log_warnx("%s: HELLO for export '%s' refused: %s (%s)", c->peer, name,
 		  rb_error_name(status), why);
+	stats_refused_status(c->t, status, 1);
 	memset(&info, 0, sizeof(info));
 	info.status = status;
 	conn_post_ctrl(c, rb_hello_reply_encode(c->ctrl_buf, &info));

@@ -69,6 +69,7 @@ struct conn {
 	unsigned active;            /* slots not FREE */
 	unsigned credits_used;      /* requests received and not yet replied */
 	unsigned io_inflight;       /* jobs at workers or flushers */
+	struct stats_io stats;      /* its replies (stats.h) */
 };
 
 /* listener.c hands over a CONNECT_REQUEST it has vetted. */

@@ -68,6 +68,7 @@ exports_reap(struct target *t)
 		if (e->removed && e->nconns == 0) {
 			*pp = e->next;
 			log_info("export %s removed", e->cfg->name);
+			stats_export_gone(t, e);
 			export_destroy(e);
 		} else {
 			pp = &e->next;

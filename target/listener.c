@@ -103,11 +103,13 @@ listener_stop(struct target *t)
 }
 
 static void
-reject(struct rdma_cm_id *id, uint16_t status, const char *peer, const char *why)
+reject(struct target *t, struct rdma_cm_id *id, uint16_t status, const char *peer,
+       const char *why)
 {
 	uint8_t priv[sizeof(struct rb_conn_priv)];
 
 	log_warnx("%s: connection refused: %s (%s)", peer, why, rb_error_name(status));
+	stats_refused_status(t, status, 0);
 	rb_conn_priv_encode(priv, status, 0);
 	if (rdma_reject(id, priv, sizeof(priv)) != 0)
 		log_warn("%s: rdma_reject", peer);
@@ -139,25 +141,25 @@ connect_request(struct target *t, const struct cm_event_copy *ev)
 	rb_sockaddr_str(peer, peer_str, sizeof(peer_str));
 	if (rb_conn_priv_decode(ev->priv_len ? ev->priv : NULL, ev->priv_len, &status,
 				&wanted, &why) < 0) {
-		reject(id, RB_EPROTO, peer_str, why);
+		reject(t, id, RB_EPROTO, peer_str, why);
 		return;
 	}
 	if (wanted == 0) {
-		reject(id, RB_EPROTO, peer_str, "asked for a queue depth of 0");
+		reject(t, id, RB_EPROTO, peer_str, "asked for a queue depth of 0");
 		return;
 	}
 	if (!exports_any_allows(t, peer)) {
-		reject(id, RB_EACCES, peer_str, "address not allowed by any export");
+		reject(t, id, RB_EACCES, peer_str, "address not allowed by any export");
 		return;
 	}
 	if (t->shutting_down) {
-		reject(id, RB_ESHUTDOWN, peer_str, "target is shutting down");
+		reject(t, id, RB_ESHUTDOWN, peer_str, "target is shutting down");
 		return;
 	}
 	qd = wanted < t->cfg->queue_depth ? wanted : t->cfg->queue_depth;
 	c = conn_create(t, id, qd, peer);
 	if (c == NULL) {
-		reject(id, RB_ENOMEM, peer_str, "cannot set up the connection");
+		reject(t, id, RB_ENOMEM, peer_str, "cannot set up the connection");
 		return;
 	}
 	if (conn_accept(c, ev->responder_resources) < 0) {

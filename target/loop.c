@@ -10,6 +10,7 @@
 #include <sys/signalfd.h>
 #include <unistd.h>
 
+#include "admin.h"
 #include "conn.h"
 #include "log.h"
 #include "request.h"
@@ -41,6 +42,10 @@ loop_reload(struct target *t)
 	t->cfg->queue_depth = nc->queue_depth;
 	t->cfg->inline_max = nc->inline_max;
 	t->cfg->log_level = nc->log_level;
+	t->cfg->stats = nc->stats;
+	if (strcmp(nc->admin_socket, t->cfg->admin_socket) != 0)
+		log_warnx("reload: admin-socket changes need a restart; still on %s",
+			  t->cfg->admin_socket[0] ? t->cfg->admin_socket : "none");
 	if (log_get_level() < LOG_LEVEL_DEBUG)
 		log_set_level(nc->log_level);
 	exports_apply(t, nc);
@@ -136,9 +141,14 @@ loop_run(struct target *t)
 			case EP_SIGNAL:
 				loop_signal(t);
 				break;
+			case EP_ADMIN:
+			case EP_ADMIN_CLIENT:
+				admin_handle(t, eh, evs[i].events);
+				break;
 			}
 		}
 		loop_kick_all(t);
+		admin_expire(t);
 	}
 	return 0;
 }

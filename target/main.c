@@ -1,9 +1,11 @@
 /* rdmablk-target: serve block exports over RDMA.
  *
  *   rdmablk-target -c FILE [-f] [-n] [-p PIDFILE] [-v]
+ *   rdmablk-target --stats [--human] [-c FILE]
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <getopt.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -13,18 +15,34 @@
 #include <sys/signalfd.h>
 #include <unistd.h>
 
+#include "admin.h"
 #include "log.h"
 #include "target.h"
+
+enum { OPT_STATS = 256, OPT_HUMAN };
+
+static const struct option long_opts[] = {
+	{ "stats", no_argument, NULL, OPT_STATS },
+	{ "human", no_argument, NULL, OPT_HUMAN },
+	{ "help",  no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 },
+};
+
+static int stats_human;
 
 static void
 usage(void)
 {
 	fprintf(stderr, "usage: rdmablk-target -c FILE [-f] [-n] [-p PIDFILE] [-v]\n"
+		"       rdmablk-target --stats [--human] [-c FILE]\n"
 		"  -c FILE     configuration file\n"
 		"  -f          stay in the foreground and log to stderr\n"
 		"  -n          check the configuration and exit\n"
 		"  -p PIDFILE  write a pidfile once listening\n"
-		"  -v          more logging\n");
+		"  -v          more logging\n"
+		"  --stats     print a running daemon's statistics as JSON (its admin-socket,\n"
+		"              from FILE, default " CONFIG_DEFAULT_FILE ")\n"
+		"  --human     with --stats: as a table\n");
 	exit(2);
 }
 
@@ -61,6 +79,34 @@ pidfile_write(const char *path)
 	}
 	close(fd);
 	return 0;
+}
+
+/* --stats: find the admin socket in the config, ask the daemon. */
+static int
+stats_main(const char *conf)
+{
+	const char *file = conf != NULL ? conf : CONFIG_DEFAULT_FILE;
+	char path[sizeof(((struct config *)0)->admin_socket)];
+	struct config *c;
+	unsigned nerrors = 0;
+
+	if (conf == NULL && access(file, F_OK) < 0 && errno == ENOENT)
+		return admin_query(CONFIG_DEFAULT_ADMIN_SOCKET, stats_human);
+	log_init(1, LOG_LEVEL_INFO);
+	c = config_load(file, CONFIG_CHECK | CONFIG_NO_OPEN, NULL, NULL, &nerrors);
+	if (c == NULL) {
+		fprintf(stderr, "rdmablk-target: %u error%s in %s: cannot find its admin "
+			"socket\n", nerrors, nerrors == 1 ? "" : "s", file);
+		return 1;
+	}
+	snprintf(path, sizeof(path), "%s", c->admin_socket);
+	config_free(c);
+	if (path[0] == '\0') {
+		fprintf(stderr, "rdmablk-target: %s has admin-socket = none: no statistics\n",
+			file);
+		return 1;
+	}
+	return admin_query(path, stats_human);
 }
 
 static int
@@ -113,21 +159,30 @@ main(int argc, char **argv)
 	const char *conf = NULL, *pidfile_arg = NULL;
 	char *pidfile = NULL, *config_file;
 	int pidfile_written = 0;
-	int foreground = 0, check = 0, verbose = 0, ch, rc = 1;
+	int foreground = 0, check = 0, verbose = 0, stats = 0, ch, rc = 1;
 	unsigned nerrors = 0;
 	sigset_t set;
 
-	while ((ch = getopt(argc, argv, "c:fnp:vh")) != -1) {
+	while ((ch = getopt_long(argc, argv, "c:fnp:vh", long_opts, NULL)) != -1) {
 		switch (ch) {
 		case 'c': conf = optarg; break;
 		case 'f': foreground = 1; break;
 		case 'n': check = 1; break;
 		case 'p': pidfile_arg = optarg; break;
 		case 'v': verbose = 1; break;
+		case OPT_STATS: stats = 1; break;
+		case OPT_HUMAN: stats_human = 1; break;
 		default: usage();
 		}
 	}
-	if (conf == NULL || optind != argc)
+	if (optind != argc || (stats_human && !stats))
+		usage();
+	if (stats) {
+		if (foreground || check || pidfile_arg != NULL)
+			usage();
+		return stats_main(conf);
+	}
+	if (conf == NULL)
 		usage();
 
 	log_init(1, verbose ? LOG_LEVEL_DEBUG : LOG_LEVEL_INFO);
@@ -146,6 +201,7 @@ main(int argc, char **argv)
 
 	memset(&t, 0, sizeof(t));
 	t.epfd = t.sigfd = -1;
+	t.stats.start_ns = rb_now_ns();
 	t.config_file = config_file = absolute(conf);
 	if (pidfile_arg != NULL)
 		pidfile = absolute(pidfile_arg);
@@ -173,7 +229,7 @@ main(int argc, char **argv)
 	if (setup_loop(&t) < 0)
 		goto out;
 	exports_apply(&t, t.cfg);
-	if (listener_start(&t) < 0)
+	if (listener_start(&t) < 0 || admin_start(&t) < 0)
 		goto out;
 	/* Tests wait for the pidfile: it means "listening". */
 	if (pidfile != NULL) {
@@ -185,6 +241,7 @@ main(int argc, char **argv)
 		rc = 0;
 	log_info("all connections closed; flushing exports");
 out:
+	admin_stop(&t);
 	listener_stop(&t);
 	workq_destroy(t.workq);
 	exports_destroy_all(&t);

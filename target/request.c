@@ -47,6 +47,7 @@ req_start(struct req *r, struct recv_buf *rb)
 	r->status = RB_OK;
 	r->rep_flags = 0;
 	r->wr_pending = 0;
+	r->start_ns = r->c->t->cfg->stats ? rb_now_ns() : 0;
 	r->c->active++;
 	req_process(r);
 }
@@ -260,6 +261,9 @@ req_reply(struct req *r)
 		return posted ? REQ_TRANSFERRING_TO_HOST : REQ_COMPLETED;
 	}
 	r->wr_pending = n;
+	if (r->start_ns != 0)
+		stats_reply(&c->stats, r->info.opcode, r->info.length, rep.error == RB_OK,
+			    r->start_ns);
 	return with_data ? REQ_TRANSFERRING_TO_HOST : REQ_REPLYING;
 }
 

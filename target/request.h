@@ -46,6 +46,7 @@ struct req {
 	uint16_t status;            /* rb_error for the reply */
 	uint8_t rep_flags;
 	unsigned wr_pending;        /* posted send-side WRs not yet completed */
+	uint64_t start_ns;          /* for its latency; 0 with stats = no */
 	uint8_t reply[sizeof(struct rb_reply)];
 };
 

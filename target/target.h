@@ -19,6 +19,7 @@
 #include "flusher.h"
 #include "pool.h"
 #include "protocol.h"
+#include "stats.h"
 #include "workq.h"
 
 /* What an epoll event's data.ptr points at. */
@@ -27,6 +28,8 @@ enum ep_type {
 	EP_COMP,        /* one connection's completion channel */
 	EP_COMPQ,       /* worker/flusher completions (eventfd) */
 	EP_SIGNAL,      /* signalfd */
+	EP_ADMIN,       /* the admin socket (admin.c) */
+	EP_ADMIN_CLIENT, /* one admin client */
 };
 
 struct ep_handler {
@@ -62,9 +65,11 @@ struct export {
 	unsigned nconns;
 	int removed;                /* gone from the config: drain, then free */
 	int keep;                   /* scratch for exports_apply() */
+	struct stats_io stats;      /* of its closed connections */
 };
 
 struct conn;
+struct admin;
 
 struct target {
 	struct config *cfg;         /* [target] settings; exports moved out */
@@ -82,6 +87,8 @@ struct target {
 	struct compq *compq;
 	int shutting_down;
 	uint64_t next_conn_id;
+	struct stats_target stats;
+	struct admin *admin;        /* NULL: no admin socket */
 };
 
 /* device.c */

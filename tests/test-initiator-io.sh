@@ -1,7 +1,7 @@
 #!/bin/bash
 # The initiator library end to end through rdmablk-io: info, pattern write/read-back at odd
 # offsets, FUA, flush, trim, zero, dump against `pattern`, list, a concurrent stress run,
-# and errors (unknown export, read-only export) mapped to the right errno.
+# busy-poll mode, and errors (unknown export, read-only export) mapped to the right errno.
 # shellcheck source=tests/lib.sh
 . "$(dirname "$0")/lib.sh"
 
@@ -70,6 +70,9 @@ ok "stress: $(grep '^ops=' "$LOGS/stress.log")"
 
 step qd1 "$IO" -H "$RDMABLK_ADDR" -e disk0 -q 1 stress 3 4 64K || fail "stress at qd 1 failed"
 ok "stress at queue depth 1: $(grep '^ops=' "$LOGS/qd1.log")"
+
+step busy io -b stress 3 4 64K || fail "stress in busy-poll mode failed"
+ok "busy-poll stress: $(grep '^ops=' "$LOGS/busy.log")"
 
 step nosuch "$IO" -H "$RDMABLK_ADDR" -e nosuch info && fail "unknown export accepted"
 grep -q 'no such export' "$LOGS/nosuch.log" || fail "unknown export: unclear error"

@@ -1,0 +1,507 @@
+/* Live statistics (target/stats.h): aggregation and the two renderings
+ * served over the admin socket, JSON and a human table.  Rendering runs on
+ * the event-loop thread, like every update, so it sees a consistent
+ * snapshot without locks (the flushers' counters are read under their
+ * mutex by flusher_get_stats). */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "conn.h"
+#include "stats.h"
+#include "target.h"
+
+/* ---- counters ---- */
+
+void
+stats_io_add(struct stats_io *dst, const struct stats_io *src)
+{
+	unsigned i, b;
+
+	for (i = 0; i < RB_OP__COUNT; i++) {
+		struct stats_op *d = &dst->op[i];
+		const struct stats_op *s = &src->op[i];
+
+		d->count += s->count;
+		d->bytes += s->bytes;
+		d->errors += s->errors;
+		if (s->max_ns > d->max_ns)
+			d->max_ns = s->max_ns;
+		for (b = 0; b < STATS_NBUCKETS; b++)
+			d->hist[b] += s->hist[b];
+	}
+}
+
+uint64_t
+stats_percentile_us(const struct stats_op *o, unsigned pct)
+{
+	uint64_t need, seen = 0, max_us, bound;
+	unsigned b;
+
+	if (o->count == 0)
+		return 0;
+	/* The rank of the percentile, rounded up: p50 of 3 is the 2nd. */
+	need = (o->count * pct + 99) / 100;
+	if (need == 0)
+		need = 1;
+	max_us = (o->max_ns + 999) / 1000;
+	for (b = 0; b < STATS_NBUCKETS; b++) {
+		seen += o->hist[b];
+		if (seen >= need)
+			break;
+	}
+	bound = b >= STATS_NBUCKETS - 1 ? max_us : 1ull << b;
+	return bound < max_us ? bound : max_us;
+}
+
+static const char *const refusal_names[STATS_REFUSED__COUNT] = {
+	[STATS_REFUSED_BAD_PRIVATE_DATA] = "bad_private_data",
+	[STATS_REFUSED_ADDRESS]          = "address_not_allowed",
+	[STATS_REFUSED_UNKNOWN_EXPORT]   = "unknown_export",
+	[STATS_REFUSED_BUSY]             = "busy",
+	[STATS_REFUSED_SHUTTING_DOWN]    = "shutting_down",
+	[STATS_REFUSED_AUTH]             = "auth_failure",
+	[STATS_REFUSED_PROTOCOL]         = "protocol_error",
+	[STATS_REFUSED_RESOURCES]        = "no_resources",
+};
+
+const char *
+stats_refusal_name(enum stats_refusal r)
+{
+	return (unsigned)r < STATS_REFUSED__COUNT ? refusal_names[r] : "?";
+}
+
+void
+stats_refused(struct target *t, enum stats_refusal why)
+{
+	if ((unsigned)why < STATS_REFUSED__COUNT)
+		t->stats.refused[why]++;
+}
+
+void
+stats_refused_status(struct target *t, uint16_t status, int at_hello)
+{
+	enum stats_refusal why;
+
+	switch (status) {
+	case RB_EPROTO:
+	case RB_EINVAL:
+		why = at_hello ? STATS_REFUSED_PROTOCOL : STATS_REFUSED_BAD_PRIVATE_DATA;
+		break;
+	case RB_EACCES:    why = STATS_REFUSED_ADDRESS; break;
+	case RB_ENOENT:    why = STATS_REFUSED_UNKNOWN_EXPORT; break;
+	case RB_EBUSY:     why = STATS_REFUSED_BUSY; break;
+	case RB_ESHUTDOWN: why = STATS_REFUSED_SHUTTING_DOWN; break;
+	default:           why = STATS_REFUSED_RESOURCES; break;
+	}
+	stats_refused(t, why);
+}
+
+void
+stats_conn_closed(struct conn *c)
+{
+	c->t->stats.closed++;
+	if (c->exp != NULL)
+		stats_io_add(&c->exp->stats, &c->stats);
+}
+
+void
+stats_export_gone(struct target *t, struct export *e)
+{
+	stats_io_add(&t->stats.gone, &e->stats);
+}
+
+/* ---- a bounded string builder ---- */
+
+struct sbuf {
+	char *p;
+	size_t len, cap, max;
+	int full;                 /* a write did not fit in max */
+};
+
+static void sb_printf(struct sbuf *b, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static void
+sb_printf(struct sbuf *b, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	if (b->full)
+		return;
+	for (;;) {
+		size_t room = b->cap - b->len;
+		size_t ncap;
+		char *np;
+
+		va_start(ap, fmt);
+		n = vsnprintf(b->p != NULL ? b->p + b->len : NULL, room, fmt, ap);
+		va_end(ap);
+		if (n < 0) {
+			b->full = 1;
+			return;
+		}
+		if ((size_t)n < room) {
+			b->len += (size_t)n;
+			return;
+		}
+		ncap = b->cap ? b->cap : 4096;
+		while (ncap <= b->len + (size_t)n)
+			ncap *= 2;
+		if (ncap > b->max)
+			ncap = b->max;
+		if (ncap <= b->len + (size_t)n || (np = realloc(b->p, ncap)) == NULL) {
+			b->full = 1;
+			return;
+		}
+		b->p = np;
+		b->cap = ncap;
+	}
+}
+
+/* A JSON string: quotes, backslashes and control bytes escaped.  Other
+ * bytes pass through (names and paths are the admin's own). */
+static void
+sb_json_str(struct sbuf *b, const char *s)
+{
+	sb_printf(b, "\"");
+	for (; *s != '\0' && !b->full; s++) {
+		unsigned char ch = (unsigned char)*s;
+
+		if (ch == '"' || ch == '\\')
+			sb_printf(b, "\\%c", ch);
+		else if (ch < 0x20 || ch == 0x7f)
+			sb_printf(b, "\\u%04x", ch);
+		else
+			sb_printf(b, "%c", ch);
+	}
+	sb_printf(b, "\"");
+}
+
+/* ---- snapshots ---- */
+
+static const char *const op_names[RB_OP__COUNT] = {
+	[RB_OP_READ] = "read", [RB_OP_WRITE] = "write", [RB_OP_FLUSH] = "flush",
+	[RB_OP_TRIM] = "trim", [RB_OP_WRITE_ZEROES] = "zero", [RB_OP_NOP] = "nop",
+};
+
+static const char *
+conn_state_str(enum conn_state s)
+{
+	switch (s) {
+	case CONN_ACCEPTING: return "accepting";
+	case CONN_HELLO:     return "hello";
+	case CONN_READY:     return "ready";
+	case CONN_LINGER:    return "linger";
+	case CONN_DRAINING:  return "draining";
+	case CONN_ERROR:     return "error";
+	}
+	return "?";
+}
+
+/* An export's figures: its closed connections plus its live ones. */
+static void
+export_snapshot(struct target *t, struct export *e, struct stats_io *io,
+		uint64_t *in_flight)
+{
+	struct conn *c;
+
+	*io = e->stats;
+	*in_flight = 0;
+	for (c = t->conns; c != NULL; c = c->next) {
+		if (c->exp != e)
+			continue;
+		stats_io_add(io, &c->stats);
+		*in_flight += c->credits_used;
+	}
+}
+
+static void
+total_snapshot(struct target *t, struct stats_io *io, uint64_t *in_flight)
+{
+	struct export *e;
+	struct stats_io one;
+	uint64_t inf;
+
+	*io = t->stats.gone;
+	*in_flight = 0;
+	for (e = t->exports; e != NULL; e = e->next) {
+		export_snapshot(t, e, &one, &inf);
+		stats_io_add(io, &one);
+		*in_flight += inf;
+	}
+}
+
+static uint64_t
+total_refused(const struct target *t)
+{
+	uint64_t n = 0;
+	unsigned i;
+
+	for (i = 0; i < STATS_REFUSED__COUNT; i++)
+		n += t->stats.refused[i];
+	return n;
+}
+
+/* ---- JSON ---- */
+
+static void
+json_io(struct sbuf *b, const struct stats_io *s, uint64_t in_flight, const char *ind)
+{
+	const struct stats_op *o = s->op;
+	uint64_t errors = 0;
+	unsigned i;
+
+	for (i = 0; i < RB_OP__COUNT; i++)
+		errors += o[i].errors;
+	sb_printf(b, "\"reads\": %llu, \"writes\": %llu, \"flushes\": %llu, "
+		  "\"trims\": %llu, \"zeroes\": %llu, \"nops\": %llu,\n",
+		  (unsigned long long)o[RB_OP_READ].count,
+		  (unsigned long long)o[RB_OP_WRITE].count,
+		  (unsigned long long)o[RB_OP_FLUSH].count,
+		  (unsigned long long)o[RB_OP_TRIM].count,
+		  (unsigned long long)o[RB_OP_WRITE_ZEROES].count,
+		  (unsigned long long)o[RB_OP_NOP].count);
+	sb_printf(b, "%s\"bytes_read\": %llu, \"bytes_written\": %llu, "
+		  "\"bytes_trimmed\": %llu, \"bytes_zeroed\": %llu,\n", ind,
+		  (unsigned long long)o[RB_OP_READ].bytes,
+		  (unsigned long long)o[RB_OP_WRITE].bytes,
+		  (unsigned long long)o[RB_OP_TRIM].bytes,
+		  (unsigned long long)o[RB_OP_WRITE_ZEROES].bytes);
+	sb_printf(b, "%s\"errors\": %llu, \"in_flight\": %llu,\n", ind,
+		  (unsigned long long)errors, (unsigned long long)in_flight);
+	sb_printf(b, "%s\"latency_us\": {", ind);
+	for (i = 0; i < RB_OP__COUNT; i++)
+		sb_printf(b, "%s\n%s  \"%s\": {\"count\": %llu, \"errors\": %llu, "
+			  "\"p50\": %llu, \"p99\": %llu, \"max\": %llu}",
+			  i ? "," : "", ind, op_names[i],
+			  (unsigned long long)o[i].count, (unsigned long long)o[i].errors,
+			  (unsigned long long)stats_percentile_us(&o[i], 50),
+			  (unsigned long long)stats_percentile_us(&o[i], 99),
+			  (unsigned long long)((o[i].max_ns + 999) / 1000));
+	sb_printf(b, "\n%s}", ind);
+}
+
+static void
+json_render(struct target *t, struct sbuf *b)
+{
+	struct stats_io io;
+	uint64_t inf;
+	struct export *e;
+	struct conn *c;
+	unsigned i;
+	int first;
+
+	sb_printf(b, "{\n  \"version\": 1,\n  \"pid\": %d,\n  \"uptime_s\": %llu,\n"
+		  "  \"stats\": %s,\n", (int)getpid(),
+		  (unsigned long long)((rb_now_ns() - t->stats.start_ns) / 1000000000u),
+		  t->cfg->stats ? "true" : "false");
+	sb_printf(b, "  \"connections\": {\"current\": %u, \"accepted\": %llu, "
+		  "\"closed\": %llu},\n", t->nconns,
+		  (unsigned long long)t->stats.accepted, (unsigned long long)t->stats.closed);
+	sb_printf(b, "  \"refused\": {\"total\": %llu", (unsigned long long)total_refused(t));
+	for (i = 0; i < STATS_REFUSED__COUNT; i++)
+		sb_printf(b, ", \"%s\": %llu", refusal_names[i],
+			  (unsigned long long)t->stats.refused[i]);
+	sb_printf(b, "},\n");
+
+	total_snapshot(t, &io, &inf);
+	sb_printf(b, "  \"total\": {\n    ");
+	json_io(b, &io, inf, "    ");
+	sb_printf(b, "\n  },\n  \"exports\": [");
+
+	first = 1;
+	for (e = t->exports; e != NULL; e = e->next) {
+		struct flusher_stats fs;
+
+		flusher_get_stats(e->flusher, &fs);
+		export_snapshot(t, e, &io, &inf);
+		sb_printf(b, "%s\n    {\"name\": ", first ? "" : ",");
+		sb_json_str(b, e->cfg->name);
+		sb_printf(b, ", \"path\": ");
+		sb_json_str(b, e->cfg->path);
+		sb_printf(b, ", \"removed\": %s, \"connections\": %u,\n      ",
+			  e->removed ? "true" : "false", e->nconns);
+		json_io(b, &io, inf, "      ");
+		sb_printf(b, ",\n      \"group_commit\": {\"syncs\": %llu, "
+			  "\"requests_covered\": %llu, \"max_batch\": %llu, \"errors\": %llu}}",
+			  (unsigned long long)fs.syncs, (unsigned long long)fs.jobs,
+			  (unsigned long long)fs.max_batch, (unsigned long long)fs.errors);
+		first = 0;
+	}
+	sb_printf(b, "%s],\n  \"connection_list\": [", first ? "" : "\n  ");
+
+	first = 1;
+	for (c = t->conns; c != NULL; c = c->next) {
+		sb_printf(b, "%s\n    {\"id\": %llu, \"peer\": ", first ? "" : ",",
+			  (unsigned long long)c->id);
+		sb_json_str(b, c->peer);
+		sb_printf(b, ", \"export\": ");
+		if (c->exp != NULL)
+			sb_json_str(b, c->exp->cfg->name);
+		else
+			sb_printf(b, "null");
+		sb_printf(b, ", \"state\": \"%s\", \"queue_depth\": %u,\n      ",
+			  conn_state_str(c->state), c->qd);
+		json_io(b, &c->stats, c->credits_used, "      ");
+		sb_printf(b, "}");
+		first = 0;
+	}
+	sb_printf(b, "%s]\n}\n", first ? "" : "\n  ");
+}
+
+/* ---- the human table ---- */
+
+static const char *
+human_bytes(uint64_t v, char *buf, size_t size)
+{
+	static const char units[] = "KMGTPE";
+	double d = (double)v;
+	int u = -1;
+
+	if (v < 1024) {
+		snprintf(buf, size, "%llu", (unsigned long long)v);
+		return buf;
+	}
+	while (d >= 1024 && u < 5) {
+		d /= 1024;
+		u++;
+	}
+	snprintf(buf, size, "%.1f%c", d, units[u]);
+	return buf;
+}
+
+static void
+human_io_row(struct sbuf *b, const char *name, const struct stats_io *s,
+	     uint64_t in_flight)
+{
+	const struct stats_op *o = s->op;
+	char rd[16], wr[16];
+	uint64_t errors = 0;
+	unsigned i;
+
+	for (i = 0; i < RB_OP__COUNT; i++)
+		errors += o[i].errors;
+	sb_printf(b, "%-16s %5llu %8llu %8llu %7llu %6llu %6llu %6llu %8s %8s %6llu\n", name,
+		  (unsigned long long)in_flight,
+		  (unsigned long long)o[RB_OP_READ].count,
+		  (unsigned long long)o[RB_OP_WRITE].count,
+		  (unsigned long long)o[RB_OP_FLUSH].count,
+		  (unsigned long long)o[RB_OP_TRIM].count,
+		  (unsigned long long)o[RB_OP_WRITE_ZEROES].count,
+		  (unsigned long long)o[RB_OP_NOP].count,
+		  human_bytes(o[RB_OP_READ].bytes, rd, sizeof(rd)),
+		  human_bytes(o[RB_OP_WRITE].bytes, wr, sizeof(wr)),
+		  (unsigned long long)errors);
+}
+
+static void
+human_latency(struct sbuf *b, const char *name, const struct stats_io *s)
+{
+	unsigned i;
+
+	for (i = 0; i < RB_OP__COUNT; i++) {
+		const struct stats_op *o = &s->op[i];
+
+		if (o->count == 0)
+			continue;
+		sb_printf(b, "%-16s %-6s %10llu %8llu %8llu %8llu\n", name, op_names[i],
+			  (unsigned long long)o->count,
+			  (unsigned long long)stats_percentile_us(o, 50),
+			  (unsigned long long)stats_percentile_us(o, 99),
+			  (unsigned long long)((o->max_ns + 999) / 1000));
+	}
+}
+
+static const char io_header[] =
+	"%-16s %5s %8s %8s %7s %6s %6s %6s %8s %8s %6s\n";
+
+static void
+human_render(struct target *t, struct sbuf *b)
+{
+	uint64_t up = (rb_now_ns() - t->stats.start_ns) / 1000000000u, inf;
+	struct stats_io io;
+	struct export *e;
+	struct conn *c;
+	char name[32];
+	unsigned i;
+
+	sb_printf(b, "rdmablk-target pid %d, up %llud %02llu:%02llu:%02llu, stats %s\n",
+		  (int)getpid(), (unsigned long long)(up / 86400),
+		  (unsigned long long)(up / 3600 % 24), (unsigned long long)(up / 60 % 60),
+		  (unsigned long long)(up % 60), t->cfg->stats ? "on" : "off (stats = no)");
+	sb_printf(b, "connections: %u now, %llu accepted, %llu closed; refused %llu",
+		  t->nconns, (unsigned long long)t->stats.accepted,
+		  (unsigned long long)t->stats.closed, (unsigned long long)total_refused(t));
+	for (i = 0; i < STATS_REFUSED__COUNT; i++)
+		if (t->stats.refused[i] != 0)
+			sb_printf(b, ", %s %llu", refusal_names[i],
+				  (unsigned long long)t->stats.refused[i]);
+	sb_printf(b, "\n\n");
+
+	sb_printf(b, io_header, "EXPORT", "INFL", "READS", "WRITES", "FLUSHES", "TRIMS",
+		  "ZEROES", "NOPS", "READ", "WRITTEN", "ERRORS");
+	for (e = t->exports; e != NULL; e = e->next) {
+		export_snapshot(t, e, &io, &inf);
+		human_io_row(b, e->cfg->name, &io, inf);
+	}
+	total_snapshot(t, &io, &inf);
+	human_io_row(b, "(total)", &io, inf);
+
+	if (t->conns != NULL) {
+		sb_printf(b, "\n%-4s %-22s %-16s %-9s\n", "CONN", "PEER", "EXPORT", "STATE");
+		for (c = t->conns; c != NULL; c = c->next)
+			sb_printf(b, "%-4llu %-22s %-16s %-9s\n", (unsigned long long)c->id,
+				  c->peer, c->exp != NULL ? c->exp->cfg->name : "-",
+				  conn_state_str(c->state));
+		sb_printf(b, "\n");
+		sb_printf(b, io_header, "CONN", "INFL", "READS", "WRITES", "FLUSHES", "TRIMS",
+			  "ZEROES", "NOPS", "READ", "WRITTEN", "ERRORS");
+		for (c = t->conns; c != NULL; c = c->next) {
+			snprintf(name, sizeof(name), "%llu", (unsigned long long)c->id);
+			human_io_row(b, name, &c->stats, c->credits_used);
+		}
+	}
+
+	sb_printf(b, "\n%-16s %-6s %10s %8s %8s %8s\n", "LATENCY (us)", "OP", "COUNT",
+		  "P50", "P99", "MAX");
+	for (e = t->exports; e != NULL; e = e->next) {
+		export_snapshot(t, e, &io, &inf);
+		human_latency(b, e->cfg->name, &io);
+	}
+
+	sb_printf(b, "\n%-16s %10s %10s %9s %9s %6s\n", "GROUP COMMIT", "SYNCS", "COVERED",
+		  "AVG-BATCH", "MAX-BATCH", "ERRORS");
+	for (e = t->exports; e != NULL; e = e->next) {
+		struct flusher_stats fs;
+
+		flusher_get_stats(e->flusher, &fs);
+		sb_printf(b, "%-16s %10llu %10llu %9.1f %9llu %6llu\n", e->cfg->name,
+			  (unsigned long long)fs.syncs, (unsigned long long)fs.jobs,
+			  fs.syncs ? (double)fs.jobs / (double)fs.syncs : 0.0,
+			  (unsigned long long)fs.max_batch, (unsigned long long)fs.errors);
+	}
+}
+
+int
+stats_render(struct target *t, int human, size_t max, char **out, size_t *len)
+{
+	struct sbuf b = { .max = max };
+
+	if (human)
+		human_render(t, &b);
+	else
+		json_render(t, &b);
+	if (b.full || b.p == NULL) {
+		free(b.p);
+		*out = NULL;
+		*len = 0;
+		return -1;
+	}
+	*out = b.p;
+	*len = b.len;
+	return 0;
+}

@@ -1,0 +1,121 @@
+/* Live statistics of rdmablk-target, served over the admin socket (admin.c).
+ *
+ * Every counter lives in a fixed-size struct embedded in its owner (struct
+ * conn, struct export, struct target) and is updated on the event-loop
+ * thread only: no atomics, no locks, no allocation per request.  The one
+ * per-request cost is two clock reads and a few increments, and `stats = no`
+ * skips even those.
+ *
+ * A connection counts its own requests.  When it closes, its counters are
+ * added to its export's; an export's figures are that sum plus its live
+ * connections'.  An export that goes away (SIGHUP) is added to the
+ * target's, so "total" covers the daemon's whole life.
+ *
+ * Latency runs from the request's start (a free slot took it) to its reply
+ * being posted, and goes into log2 buckets of microseconds: bucket 0 holds
+ * latencies under 1 us, bucket i (i >= 1) those in [2^(i-1), 2^i) us.  A
+ * percentile is the upper bound of the bucket it falls in (capped at the
+ * exact maximum), so it overstates by at most a factor of two. */
+#ifndef RDMABLK_TARGET_STATS_H
+#define RDMABLK_TARGET_STATS_H
+
+#include <stdint.h>
+
+#include "protocol.h"
+#include "util.h"
+
+#define STATS_NBUCKETS 32         /* the last one holds everything from ~18 min */
+
+struct stats_op {
+	uint64_t count;               /* replies sent, errors included */
+	uint64_t bytes;               /* length of the successful ones */
+	uint64_t errors;              /* replies with a status other than RB_OK */
+	uint64_t max_ns;
+	uint64_t hist[STATS_NBUCKETS];
+};
+
+/* Indexed by RB_OP_* (READ, WRITE, FLUSH, TRIM, WRITE_ZEROES, NOP). */
+struct stats_io {
+	struct stats_op op[RB_OP__COUNT];
+};
+
+/* Why a connection was refused, at CONNECT_REQUEST or at HELLO. */
+enum stats_refusal {
+	STATS_REFUSED_BAD_PRIVATE_DATA,   /* CM private data: magic, version, depth */
+	STATS_REFUSED_ADDRESS,            /* peer address not allowed */
+	STATS_REFUSED_UNKNOWN_EXPORT,
+	STATS_REFUSED_BUSY,               /* max-connections reached */
+	STATS_REFUSED_SHUTTING_DOWN,
+	STATS_REFUSED_AUTH,               /* authentication failed */
+	STATS_REFUSED_PROTOCOL,           /* a malformed HELLO */
+	STATS_REFUSED_RESOURCES,          /* out of memory or verbs resources */
+	STATS_REFUSED__COUNT
+};
+
+struct stats_target {
+	uint64_t start_ns;
+	uint64_t accepted;                /* connections the CM accepted */
+	uint64_t closed;                  /* connections freed */
+	uint64_t refused[STATS_REFUSED__COUNT];
+	struct stats_io gone;             /* of exports removed by a reload */
+};
+
+/* The hot path: one reply posted.  Inline so that request.c pays for a
+ * few adds and no call. */
+static inline unsigned
+stats_bucket(uint64_t ns)
+{
+	uint64_t us = ns / 1000;
+	unsigned b;
+
+	if (us == 0)
+		return 0;
+	b = 64u - (unsigned)__builtin_clzll(us);    /* us in [2^(b-1), 2^b) */
+	return b < STATS_NBUCKETS ? b : STATS_NBUCKETS - 1;
+}
+
+static inline void
+stats_reply(struct stats_io *s, uint8_t opcode, uint32_t length, int ok,
+	    uint64_t start_ns)
+{
+	struct stats_op *o;
+	uint64_t ns;
+
+	if (opcode >= RB_OP__COUNT)
+		return;
+	o = &s->op[opcode];
+	ns = rb_now_ns() - start_ns;
+	o->count++;
+	if (ok)
+		o->bytes += length;
+	else
+		o->errors++;
+	if (ns > o->max_ns)
+		o->max_ns = ns;
+	o->hist[stats_bucket(ns)]++;
+}
+
+/* dst += src */
+void stats_io_add(struct stats_io *dst, const struct stats_io *src);
+/* The latency below which a fraction pct/100 of o's requests fall, in
+ * microseconds (a bucket's upper bound, at most the maximum); 0 when empty. */
+uint64_t stats_percentile_us(const struct stats_op *o, unsigned pct);
+const char *stats_refusal_name(enum stats_refusal r);
+
+struct target;
+struct conn;
+struct export;
+
+/* Hooks from the rest of the daemon. */
+void stats_refused(struct target *t, enum stats_refusal why);
+/* Map a refusal status (listener.c: at_hello 0; conn.c: at_hello 1). */
+void stats_refused_status(struct target *t, uint16_t status, int at_hello);
+void stats_conn_closed(struct conn *c);            /* before it is freed */
+void stats_export_gone(struct target *t, struct export *e);
+
+/* The admin socket's replies: a JSON document or a human table, each
+ * ending in a newline.  Returns 0, or -1 when the reply would not fit in
+ * max bytes.  *out is malloc'ed. */
+int stats_render(struct target *t, int human, size_t max, char **out, size_t *len);
+
+#endif

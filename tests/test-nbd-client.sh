@@ -1,0 +1,49 @@
+#!/bin/bash
+# The kernel NBD client over nbdkit rdma with 4 connections (4 RDMA connections): mkfs.ext4,
+# mount, write files, checksum, unmount, disconnect, reattach, e2fsck -fn, checksums match.
+# shellcheck source=tests/lib.sh
+. "$(dirname "$0")/lib.sh"
+# shellcheck source=tests/plugin-conf.sh
+. "$(dirname "$0")/plugin-conf.sh"
+
+requires nbdkit nbd-client mkfs.ext4 e2fsck md5sum blockdev
+require_rdma
+requires_file "$PLUGIN"
+[ -b /dev/nbd0 ] || skip "no /dev/nbd0 (modprobe nbd)"
+[ "$(id -u)" = 0 ] || skip "needs root"
+
+write_target_conf 128M
+start_target "$T/target.conf"
+start_nbdkit hostname="$RDMABLK_ADDR" export=disk0
+
+DEV=/dev/nbd0
+MNT=$T/mnt
+mkdir -p "$MNT"
+on_exit nbd-client -d "$DEV"
+on_exit umount "$MNT"
+
+attach() {
+    step "attach-$1" nbd-client -unix "$NBD_SOCK" "$DEV" -b 4096 -C 4 || fail "nbd-client attach failed"
+    wait_for 60 test "$(blockdev --getsize64 "$DEV")" = $((128 << 20)) || fail "$DEV has the wrong size"
+}
+attach 1
+conns=$(grep -c 'rdma: open\|newstyle negotiation' "$LOGS/nbdkit.log" || true)
+ok "attached with -C 4"
+
+step mkfs mkfs.ext4 -q -F "$DEV" || fail "mkfs.ext4 failed"
+step mount mount "$DEV" "$MNT" || fail "mount failed"
+for i in 1 2 3 4 5; do
+    head -c $((i * 3))M /dev/urandom >"$MNT/file$i"
+done
+(cd "$MNT" && md5sum file*) >"$T/sums"
+step umount umount "$MNT" || fail "umount failed"
+step detach nbd-client -d "$DEV" || fail "nbd-client -d failed"
+ok "mkfs, mount, 45M of files, umount, disconnect"
+
+attach 2
+step fsck e2fsck -fn "$DEV" || fail "e2fsck -fn found problems"
+step mount2 mount "$DEV" "$MNT" || fail "remount failed"
+(cd "$MNT" && md5sum -c "$T/sums") >"$LOGS/md5.log" 2>&1 || fail "checksums differ"
+step umount2 umount "$MNT" || fail "umount failed"
+step detach2 nbd-client -d "$DEV" || fail "nbd-client -d failed"
+ok "reattached: e2fsck clean, all checksums match"

@@ -1,0 +1,51 @@
+#!/bin/bash
+# nbdkit rdma parameters: --help documents every one; missing hostname, an unknown or
+# reserved parameter, a bad port, an unknown export, nothing listening and an unreachable
+# host each fail nbdkit startup with a clear message and a non-zero exit.
+# shellcheck source=tests/lib.sh
+. "$(dirname "$0")/lib.sh"
+# shellcheck source=tests/plugin-conf.sh
+. "$(dirname "$0")/plugin-conf.sh"
+
+requires nbdkit
+require_rdma
+requires_file "$PLUGIN"
+
+step help nbdkit "$PLUGIN" --help || fail "--help failed"
+for p in hostname= port= export= queue-depth= timeout= retry= keepalive= busy-poll=; do
+    grep -q "^$p" "$LOGS/help.log" || fail "--help does not document $p"
+done
+ok "--help documents every parameter"
+
+write_target_conf 16M
+start_target "$T/target.conf"
+
+# expect_fail NAME REGEX PLUGIN-ARGS...: nbdkit must exit non-zero, saying REGEX.
+expect_fail() {
+    local name=$1 regex=$2 rc=0
+    shift 2
+    step "$name" timeout 120 nbdkit --foreground --unix "$T/$name.sock" "$PLUGIN" "$@" || rc=$?
+    [ "$rc" -ne 0 ] || fail "$name: nbdkit started"
+    [ "$rc" -ne 124 ] || fail "$name: nbdkit still running after 120 s"
+    grep -Eq "$regex" "$LOGS/$name.log" || fail "$name: no clear error matching '$regex'"
+    ok "$name: $(grep -m1 'error' "$LOGS/$name.log")"
+}
+
+expect_fail no-hostname 'hostname parameter is required' export=disk0
+expect_fail unknown-param "unknown parameter 'colour'" hostname="$RDMABLK_ADDR" colour=blue
+expect_fail secret-file "unknown parameter 'secret-file'" hostname="$RDMABLK_ADDR" secret-file=/x
+expect_fail bad-port "invalid port '99999'" hostname="$RDMABLK_ADDR" port=99999
+expect_fail bad-port-text "invalid port 'http'" hostname="$RDMABLK_ADDR" port=http
+expect_fail bad-qd "invalid queue-depth '0'" hostname="$RDMABLK_ADDR" queue-depth=0
+expect_fail bad-export "invalid export '-x'" hostname="$RDMABLK_ADDR" export=-x
+expect_fail bad-bool 'busy-poll|could not decipher' hostname="$RDMABLK_ADDR" busy-poll=maybe
+expect_fail bad-host "hostname 'no-such-host.invalid'" hostname=no-such-host.invalid export=disk0
+expect_fail unknown-export "export 'nosuch'.*no such export \(ENOENT\)" \
+    hostname="$RDMABLK_ADDR" export=nosuch
+expect_fail not-listening "no rdmablk target is listening on $RDMABLK_ADDR:10999" \
+    hostname="$RDMABLK_ADDR" port=10999 export=disk0
+SECONDS=0
+expect_fail unreachable '10\.55\.0\.99.*(unreachable|no answer)' \
+    hostname=10.55.0.99 export=disk0 timeout=5 retry=1
+[ "$SECONDS" -lt 60 ] || fail "unreachable host took ${SECONDS}s to fail"
+ok "unreachable host failed in ${SECONDS}s (timeout=5 retry=1)"
