@@ -81,9 +81,11 @@ $(BUILD)/tests/%: $(BUILD)/tests/tools/%.o $(LIB)
 export RDMABLK_BUILD := $(abspath $(BUILD))
 export RDMABLK_SANITIZE := $(SANITIZE)
 
+# The hostile-initiator test runs the target built with ASan/UBSan, so check builds both.
 check:
 	scripts/install-deps
 	$(MAKE) all
+	$(MAKE) all SANITIZE=1
 	tests/run-check
 
 check-unit: all
@@ -95,6 +97,7 @@ check-integration: all
 check-long:
 	scripts/install-deps
 	$(MAKE) all
+	$(MAKE) all SANITIZE=1
 	RDMABLK_LONG=1 tests/run-check
 
 demo:

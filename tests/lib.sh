@@ -8,7 +8,7 @@
 #   requires nbd-client              # exit 77 (skip) when a command is missing
 #   require_rdma                     # fail (exit 1) when no RDMA device is usable
 #   start_target "$T/target.conf"    # waits until the target listens
-#   start_nbdkit addr="$RDMABLK_ADDR"
+#   start_nbdkit hostname="$RDMABLK_ADDR" export=disk0
 #   step nbdinfo nbdinfo "$NBD_URI"  # output goes to $LOGS/nbdinfo.log
 #   ok "exported"
 #
@@ -263,3 +263,15 @@ start_nbdkit() {
     track_pid "$NBDKIT_PID"
     _wait_started nbdkit "$NBDKIT_PID" "$T/nbdkit.pid" "$NBD_SOCK"
 }
+
+# ---------------------------------------------------------------- sanitizers
+
+# Under `make check SANITIZE=1` the plugin is built with ASan, and nbdkit (not built with it)
+# can only load it when the ASan runtime comes first: preload it for nbdkit alone. Leak checks
+# stay on in rdmablk-target and the test tools, which are linked with ASan themselves.
+if [ "${RDMABLK_SANITIZE:-0}" = 1 ]; then
+    _asan_rt=$(gcc -print-file-name=libasan.so)
+    nbdkit() {
+        LD_PRELOAD=$_asan_rt ASAN_OPTIONS=${NBDKIT_ASAN_OPTIONS:-detect_leaks=0} command nbdkit "$@"
+    }
+fi
