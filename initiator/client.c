@@ -21,6 +21,7 @@ struct rb_client {
 	unsigned              retry;
 	struct rb_export_desc desc;
 	struct rb_stats       stats;
+	struct rb_secret      secret;     /* wiped in rb_client_close */
 
 	pthread_mutex_t       lock;       /* conn, connecting */
 	pthread_cond_t        cond;       /* a connect attempt finished */
@@ -98,8 +99,22 @@ cfg_from_opts(struct rb_client *c, const struct rb_opts *o, int need_export)
 	c->cfg.keepalive_ns = (uint64_t)o->keepalive_s * 1000000000u;
 	c->cfg.busy_poll = o->busy_poll;
 	c->cfg.stats = &c->stats;
+	c->cfg.mr_static = o->mr == RB_MR_STATIC;
+	if (o->mr != RB_MR_WINDOW && o->mr != RB_MR_STATIC) {
+		rb_log(RB_LOG_ERROR, "mr: unknown mode %d", o->mr);
+		return -EINVAL;
+	}
 	c->timeout_ns = (uint64_t)o->timeout_s * 1000000000u;
 	c->retry = o->retry;
+	if (need_export && o->secret_file != NULL) {
+		char msg[512];
+
+		if (rb_secret_load(o->secret_file, &c->secret, msg, sizeof(msg)) < 0) {
+			rb_log(RB_LOG_ERROR, "%s", msg);
+			return -EACCES;
+		}
+		c->cfg.secret = &c->secret;
+	}
 	return 0;
 }
 
@@ -171,6 +186,7 @@ rb_client_open(const struct rb_opts *o, struct rb_client **out)
 	return 0;
 
 out_free:
+	rb_secret_wipe(&c->secret);
 	free(c);
 	return r;
 }
@@ -189,6 +205,7 @@ rb_client_close(struct rb_client *c)
 	pthread_mutex_unlock(&c->lock);
 	pthread_cond_destroy(&c->cond);
 	pthread_mutex_destroy(&c->lock);
+	rb_secret_wipe(&c->secret);
 	free(c);
 }
 

@@ -115,11 +115,72 @@ refused(struct rb_conn *conn, uint16_t status, char *errbuf)
 	return -rb_error_to_errno(status);
 }
 
+/* CHALLENGE: check the target's proof Mt before anything of ours goes out
+ * (a fake target learns nothing), then send AUTH with our proof Mi. */
+static int
+answer_challenge(struct rb_conn *conn, const struct rb_hello_info *h,
+		 uint32_t idx, uint32_t len, char *errbuf)
+{
+	const struct rb_conn_cfg *cfg = &conn->cfg;
+	struct rb_auth_info ch, auth;
+	uint8_t mt[RB_MAC_LEN];
+	const char *why = "";
+	int r;
+
+	if ((cfg->secret == NULL || cfg->secret->key == NULL) &&
+	    cfg->test_replay_mac == NULL) {
+		rb_seterr(errbuf, "export '%s' on %s:%u: export requires a secret "
+			  "(secret-file=)", cfg->export_name, cfg->host, cfg->port);
+		return -EACCES;
+	}
+	if (rb_challenge_decode(rb_conn_recv_buf(conn, idx), len, &ch, &why) < 0) {
+		rb_seterr(errbuf, "%s:%u: bad CHALLENGE: %s", cfg->host, cfg->port, why);
+		return -EPROTO;
+	}
+	memset(&auth, 0, sizeof(auth));
+	if (cfg->test_replay_mac != NULL) {
+		memcpy(auth.mac, cfg->test_replay_mac, RB_MAC_LEN);
+	} else {
+		if (rb_auth_mac_target(cfg->secret, h->nonce, ch.nonce, h->export_name,
+				       mt) < 0 ||
+		    !rb_auth_mac_equal(mt, ch.mac)) {
+			rb_auth_wipe(mt, sizeof(mt));
+			rb_auth_wipe(&ch, sizeof(ch));
+			rb_seterr(errbuf, "export '%s' on %s:%u: target failed to prove "
+				  "it knows the secret", cfg->export_name, cfg->host,
+				  cfg->port);
+			return -EACCES;
+		}
+		rb_auth_wipe(mt, sizeof(mt));
+		if (rb_auth_mac_initiator(cfg->secret, h->nonce, ch.nonce,
+					  h->export_name, auth.mac) < 0) {
+			rb_auth_wipe(&ch, sizeof(ch));
+			rb_seterr(errbuf, "HMAC-SHA256 failed");
+			return -ENOMEM;
+		}
+	}
+	rb_auth_wipe(&ch, sizeof(ch));
+	if (cfg->test_record_mac != NULL)
+		memcpy(cfg->test_record_mac, auth.mac, RB_MAC_LEN);
+	r = rb_conn_post_recv(conn, idx);
+	if (r < 0) {
+		rb_auth_wipe(&auth, sizeof(auth));
+		rb_seterr(errbuf, "ibv_post_recv: %s", strerror(-r));
+		return r;
+	}
+	/* The ctrl buffer is free again: the CHALLENGE answered our HELLO. */
+	r = send_ctrl(conn, rb_auth_encode(ctrl_buf(conn), &auth), errbuf);
+	rb_auth_wipe(&auth, sizeof(auth));
+	return r;
+}
+
 int
 rb_handshake_hello(struct rb_conn *conn, uint64_t deadline_ns, char *errbuf)
 {
 	struct rb_hello_info h;
 	struct rb_export_info *e = &conn->exp;
+	int have_secret = conn->cfg.secret != NULL && conn->cfg.secret->key != NULL;
+	int authed = 0;
 	uint32_t idx, len;
 	uint8_t type;
 	const char *why = "";
@@ -129,8 +190,16 @@ rb_handshake_hello(struct rb_conn *conn, uint64_t deadline_ns, char *errbuf)
 	memset(&h, 0, sizeof(h));
 	h.queue_depth = (uint16_t)conn->cm_qd;
 	h.max_io = conn->cfg.max_io;
-	if (getrandom(h.nonce, sizeof(h.nonce), 0) != (ssize_t)sizeof(h.nonce))
-		memset(h.nonce, 0, sizeof(h.nonce));
+	h.flags = conn->use_mw ? RB_HELLO_SEND_INV : 0;
+	if (rb_auth_nonce(h.nonce) < 0 &&
+	    getrandom(h.nonce, sizeof(h.nonce), 0) != (ssize_t)sizeof(h.nonce)) {
+		rb_seterr(errbuf, "no random bytes for the HELLO nonce");
+		return -EIO;
+	}
+	if (conn->cfg.test_nonce != NULL)
+		memcpy(h.nonce, conn->cfg.test_nonce, RB_NONCE_LEN);
+	if (conn->cfg.test_record_nonce != NULL)
+		memcpy(conn->cfg.test_record_nonce, h.nonce, RB_NONCE_LEN);
 	memcpy(h.export_name, conn->cfg.export_name, sizeof(h.export_name));
 	r = send_ctrl(conn, rb_hello_encode(ctrl_buf(conn), &h), errbuf);
 	if (r < 0)
@@ -140,10 +209,14 @@ rb_handshake_hello(struct rb_conn *conn, uint64_t deadline_ns, char *errbuf)
 		return r;
 	buf = rb_conn_recv_buf(conn, idx);
 	if (rb_msg_peek(buf, len, &type, &why) == 0 && type == RB_MSG_CHALLENGE) {
-		rb_seterr(errbuf, "export '%s' on %s:%u requires a secret, which "
-			  "this initiator does not support yet", conn->cfg.export_name,
-			  conn->cfg.host, conn->cfg.port);
-		return -EACCES;
+		r = answer_challenge(conn, &h, idx, len, errbuf);
+		if (r < 0)
+			return r;
+		authed = 1;
+		r = wait_recv(conn, deadline_ns, &idx, &len, "HELLO_REPLY", errbuf);
+		if (r < 0)
+			return r;
+		buf = rb_conn_recv_buf(conn, idx);
 	}
 	r = rb_hello_reply_decode(buf, len, e, &why);
 	if (r < 0) {
@@ -151,8 +224,23 @@ rb_handshake_hello(struct rb_conn *conn, uint64_t deadline_ns, char *errbuf)
 			  conn->cfg.port, why);
 		return -EPROTO;
 	}
+	if (authed && e->status == RB_EACCES) {
+		rb_seterr(errbuf, "export '%s' on %s:%u: target rejected "
+			  "authentication (EACCES)", conn->cfg.export_name,
+			  conn->cfg.host, conn->cfg.port);
+		return -EACCES;
+	}
 	if (e->status != RB_OK)
 		return refused(conn, e->status, errbuf);
+	if (have_secret && !authed) {
+		/* We expected mutual authentication: a target that skips it
+		 * may be an impostor. */
+		rb_seterr(errbuf, "export '%s' on %s:%u: the target did not "
+			  "authenticate (the export has no secret, but secret-file= "
+			  "was given); refusing", conn->cfg.export_name,
+			  conn->cfg.host, conn->cfg.port);
+		return -EACCES;
+	}
 	if (e->queue_depth > conn->cm_qd || e->max_io > conn->cfg.max_io) {
 		rb_seterr(errbuf, "%s:%u: HELLO_REPLY grants more than asked "
 			  "(queue depth %u > %u or max-io %u > %u)", conn->cfg.host,

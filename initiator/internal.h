@@ -9,6 +9,7 @@
 #include <infiniband/verbs.h>
 #include <rdma/rdma_cma.h>
 
+#include "auth.h"
 #include "protocol.h"
 #include "rdmablk.h"
 
@@ -87,6 +88,16 @@ struct rb_conn_cfg {
 	uint64_t  keepalive_ns;
 	int       busy_poll;
 	struct rb_stats *stats;    /* the client's counters, updated atomically */
+	const struct rb_secret *secret;  /* the client's key, or NULL */
+	int       mr_static;       /* expose the whole pool MR (rb_opts.mr) */
+
+	/* Test tools only (tests/tools/rdmablk-replay.c): use this HELLO
+	 * nonce; record the nonce and AUTH mac sent; send a given AUTH mac
+	 * without checking the target's proof.  NULL in the library. */
+	const uint8_t *test_nonce;
+	uint8_t       *test_record_nonce;
+	uint8_t       *test_record_mac;
+	const uint8_t *test_replay_mac;
 };
 
 struct rb_conn {
@@ -111,6 +122,7 @@ struct rb_conn {
 	struct rb_region            data;       /* nslots x max_io */
 
 	unsigned                    cm_qd;      /* granted in the CM accept */
+	int                         use_mw;     /* per-request memory windows */
 	struct rb_export_info       exp;        /* the HELLO_REPLY */
 
 	pthread_mutex_t             lock;       /* everything below */

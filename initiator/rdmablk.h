@@ -41,7 +41,18 @@ struct rb_opts {
 	unsigned    keepalive_s;   /* NOP when idle this long; 0 disables */
 	unsigned    retry;         /* extra attempts for the first connection */
 	int         busy_poll;     /* completion thread spins instead of sleeping */
+	const char *secret_file;   /* shared secret for an export that has one;
+				    * must not be readable by group/others */
+	int         mr;            /* RB_MR_WINDOW (default) or RB_MR_STATIC */
 };
+
+/* How the initiator exposes its data buffers to the target (see
+ * docs/security.md).  WINDOW: a type-2 memory window bound per request over
+ * exactly that request's bytes and invalidated when it completes (falls
+ * back to STATIC, with a warning, on devices without windows).  STATIC: one
+ * pool-wide MR whose key stays valid for the connection's lifetime. */
+#define RB_MR_WINDOW 0
+#define RB_MR_STATIC 1
 
 /* Fills the defaults; host and export_name stay NULL. */
 void rb_opts_init(struct rb_opts *o);

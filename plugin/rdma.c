@@ -2,6 +2,7 @@
  *
  *   nbdkit rdma hostname=10.55.0.1 export=disk0 [port=10810] [queue-depth=N]
  *               [timeout=SECS] [retry=N] [keepalive=SECS] [busy-poll=BOOL]
+ *               [secret-file=FILE] [mr=window|static]
  *
  * Each NBD client connection (.open) gets its own RDMA connection.  No
  * verbs resource exists before the fork: the probe connection is made in
@@ -21,6 +22,7 @@
 #include <nbdkit-plugin.h>
 
 
+#include "auth.h"
 #include "protocol.h"
 #include "rdmablk.h"
 #include "util.h"
@@ -36,6 +38,8 @@ static unsigned timeout_s = RB_DEFAULT_TIMEOUT_S;
 static unsigned retry;
 static unsigned keepalive_s = RB_DEFAULT_KEEPALIVE_S;
 static int busy_poll;
+static char *secret_file;       /* absolute path, or NULL */
+static int mr_mode = RB_MR_WINDOW;
 
 struct handle {
 	struct rb_client *client;
@@ -56,6 +60,7 @@ rdmaplug_unload(void)
 {
 	free(hostname);
 	free(export_name);
+	free(secret_file);
 }
 
 static int
@@ -116,6 +121,21 @@ rdmaplug_config(const char *key, const char *value)
 		if (b < 0)
 			return -1;
 		busy_poll = b;
+	} else if (strcmp(key, "secret-file") == 0) {
+		free(secret_file);
+		/* nbdkit may chdir("/") when it daemonizes. */
+		secret_file = nbdkit_absolute_path(value);
+		if (secret_file == NULL)
+			return -1;
+	} else if (strcmp(key, "mr") == 0) {
+		if (strcmp(value, "window") == 0)
+			mr_mode = RB_MR_WINDOW;
+		else if (strcmp(value, "static") == 0)
+			mr_mode = RB_MR_STATIC;
+		else {
+			nbdkit_error("mr: '%s' is not window or static", value);
+			return -1;
+		}
 	} else {
 		nbdkit_error("unknown parameter '%s'", key);
 		return -1;
@@ -147,6 +167,17 @@ rdmaplug_config_complete(void)
 		nbdkit_error("hostname '%s': %s", hostname, gai_strerror(r));
 		return -1;
 	}
+	if (secret_file != NULL) {
+		/* Refuse a bad secret file at startup, not at the first client. */
+		struct rb_secret s;
+		char msg[512];
+
+		if (rb_secret_load(secret_file, &s, msg, sizeof(msg)) < 0) {
+			nbdkit_error("%s", msg);
+			return -1;
+		}
+		rb_secret_wipe(&s);
+	}
 	if (keepalive_s != 0 && keepalive_s * 3 > timeout_s)
 		nbdkit_debug("keepalive=%u detects a dead target in about %u s, "
 			     "after timeout=%u", keepalive_s, keepalive_s * 3, timeout_s);
@@ -162,7 +193,11 @@ rdmaplug_config_complete(void)
 	"retry=<N>            Retry the first connection N times, with back-off (default 0).\n" \
 	"keepalive=<SECS>     Probe an idle connection after SECS; a dead target is\n" \
 	"                     noticed within about 3 x SECS; 0 disables (default 2).\n" \
-	"busy-poll=<BOOL>     Spin on the completion queue instead of sleeping (default false)."
+	"busy-poll=<BOOL>     Spin on the completion queue instead of sleeping (default false).\n" \
+	"secret-file=<FILE>   Shared secret for an export that has one (mode 0600);\n" \
+	"                     the target must then prove it knows it too.\n" \
+	"mr=window|static     Expose each request's buffer through a memory window bound\n" \
+	"                     for that request only (default), or the whole pool MR."
 
 static void
 rdmaplug_dump_plugin(void)
@@ -186,6 +221,8 @@ opts_fill(struct rb_opts *o, const char *name)
 	o->keepalive_s = keepalive_s;
 	o->retry = retry;
 	o->busy_poll = busy_poll;
+	o->secret_file = secret_file;
+	o->mr = mr_mode;
 }
 
 static int

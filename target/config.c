@@ -86,6 +86,8 @@ cfg_export_free(struct cfg_export *e)
 		close(e->fd);
 	free(e->path);
 	free(e->allow);
+	free(e->secret_file);
+	rb_secret_wipe(&e->secret);
 	free(e);
 }
 
@@ -320,6 +322,21 @@ export_key(struct parser *p, int line, const char *key, char *val)
 			perr(p, line, "max-connections: bad value '%s' (0..65535)", val);
 		else
 			e->max_connections = (unsigned)v;
+	} else if (strcmp(key, "secret-file") == 0) {
+		char msg[512];
+
+		if (val[0] == '\0') {
+			perr(p, line, "secret-file: empty");
+			return;
+		}
+		free(e->secret_file);
+		e->secret_file = strdup(val);
+		rb_secret_wipe(&e->secret);
+		/* Loaded now, so -n and a reload refuse a bad file; the key
+		 * stays in memory until this config is freed. */
+		if (!(p->flags & CONFIG_NO_OPEN) &&
+		    rb_secret_load(val, &e->secret, msg, sizeof(msg)) < 0)
+			perr(p, line, "%s", msg);
 	} else {
 		perr(p, line, "unknown key '%s' in [export %s]", key, e->name);
 	}

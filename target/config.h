@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
+#include "auth.h"
 #include "protocol.h"
 #include "util.h"
 
@@ -39,6 +40,8 @@ struct cfg_export {
 	struct rb_prefix *allow;             /* NULL/0: any address */
 	size_t   nallow;
 	unsigned max_connections;            /* 0: unlimited */
+	char    *secret_file;                /* `secret-file =`, or NULL */
+	struct rb_secret secret;             /* loaded key; wiped when freed */
 
 	/* Filled when the path is opened (not in check-only mode, where
 	 * fd stays -1 after the check). */

@@ -9,6 +9,7 @@
 #include <sys/epoll.h>
 #include <unistd.h>
 
+#include "auth.h"
 #include "conn.h"
 #include "log.h"
 #include "request.h"
@@ -333,6 +334,15 @@ conn_established(struct conn *c)
 static void
 conn_enter_error(struct conn *c)
 {
+	if (c->auth_pending) {
+		/* E.g. the initiator found our proof wrong (a different key). */
+		log_warnx("%s: export %s: authentication failed: no response "
+			  "(the initiator gave up after the challenge)", c->peer,
+			  c->auth_hello.export_name);
+		stats_refused(c->t, STATS_REFUSED_AUTH);
+		rb_auth_wipe(c->auth_expect, sizeof(c->auth_expect));
+		c->auth_pending = 0;
+	}
 	c->state = CONN_ERROR;
 	c->error_since_ns = rb_now_ns();
 	c->backlog_head = c->backlog_tail = NULL;
@@ -404,7 +414,7 @@ conn_post_ctrl(struct conn *c, size_t len)
 		conn_fail(c, "cannot post a control message");
 		return;
 	}
-	c->ctrl_busy = 1;
+	c->ctrl_busy++;   /* CHALLENGE and HELLO_REPLY may both be in flight */
 }
 
 static void
@@ -414,7 +424,12 @@ hello_refuse(struct conn *c, uint16_t status, const char *name, const char *why)
 
 	log_warnx("%s: HELLO for export '%s' refused: %s (%s)", c->peer, name,
 		  rb_error_name(status), why);
-	stats_refused_status(c->t, status, 1);
+	if (c->auth_pending)
+		stats_refused(c->t, STATS_REFUSED_AUTH);
+	else
+		stats_refused_status(c->t, status, 1);
+	c->auth_pending = 0;
+	rb_auth_wipe(c->auth_expect, sizeof(c->auth_expect));
 	memset(&info, 0, sizeof(info));
 	info.status = status;
 	conn_post_ctrl(c, rb_hello_reply_encode(c->ctrl_buf, &info));
@@ -432,21 +447,19 @@ pow2_floor(uint32_t v)
 	return p;
 }
 
+/* The export-level checks, run at HELLO and again after AUTH (a reload or
+ * another connection may have changed things meanwhile), then commit: the
+ * request slots, the export's connection count, HELLO_REPLY OK. */
 static void
-conn_hello(struct conn *c, struct recv_buf *rb)
+conn_hello_finish(struct conn *c, struct recv_buf *rb, const struct rb_hello_info *hp)
 {
 	struct target *t = c->t;
-	struct rb_hello_info h;
+	struct rb_hello_info h = *hp;
 	struct rb_export_info info;
 	struct export *e;
-	const char *why = "?";
 	uint32_t max_io;
 	unsigned i;
 
-	if (rb_hello_decode(rb->buf, rb->len, &h, &why) < 0) {
-		hello_refuse(c, RB_EPROTO, "?", why);
-		return;
-	}
 	e = export_find(t, h.export_name);
 	if (t->shutting_down) {
 		hello_refuse(c, RB_ESHUTDOWN, h.export_name, "target is shutting down");
@@ -484,6 +497,8 @@ conn_hello(struct conn *c, struct recv_buf *rb)
 	}
 	c->exp = e;
 	e->nconns++;
+	c->auth_pending = 0;
+	c->send_inv = (h.flags & RB_HELLO_SEND_INV) != 0;
 	c->inline_max = t->cfg->inline_max < max_io ? t->cfg->inline_max : max_io;
 	c->lim.export_size = e->cfg->size;
 	c->lim.max_io = max_io;
@@ -507,6 +522,92 @@ conn_hello(struct conn *c, struct recv_buf *rb)
 	log_info("%s: connected to export %s, queue depth %u, max-io %u, inline %u",
 		 c->peer, e->cfg->name, c->qd, max_io, c->inline_max);
 	conn_post_ctrl(c, rb_hello_reply_encode(c->ctrl_buf, &info));
+}
+
+/* HELLO: refusals that need no secret first (nothing is committed for
+ * them), then CHALLENGE when the export has a secret, else finish. */
+static void
+conn_hello(struct conn *c, struct recv_buf *rb)
+{
+	struct target *t = c->t;
+	struct rb_hello_info h;
+	struct rb_auth_info ch;
+	struct export *e;
+	const char *why = "?";
+	int ok;
+
+	if (rb_hello_decode(rb->buf, rb->len, &h, &why) < 0) {
+		hello_refuse(c, RB_EPROTO, "?", why);
+		return;
+	}
+	e = export_find(t, h.export_name);
+	if (t->shutting_down) {
+		hello_refuse(c, RB_ESHUTDOWN, h.export_name, "target is shutting down");
+		return;
+	}
+	if (e == NULL) {
+		hello_refuse(c, RB_ENOENT, h.export_name, "no such export");
+		return;
+	}
+	if (!cfg_export_allows(e->cfg, (struct sockaddr *)&c->peer_sa)) {
+		hello_refuse(c, RB_EACCES, h.export_name, "address not allowed");
+		return;
+	}
+	if (e->cfg->secret.key == NULL) {
+		conn_hello_finish(c, rb, &h);
+		return;
+	}
+	/* Mt proves we know the key (over the initiator's fresh nonce); the
+	 * Mi we expect covers our fresh nonce, so a recorded AUTH from an
+	 * earlier connection never matches. */
+	memset(&ch, 0, sizeof(ch));
+	ok = rb_auth_nonce(ch.nonce) == 0 &&
+		rb_auth_mac_target(&e->cfg->secret, h.nonce, ch.nonce, h.export_name,
+				   ch.mac) == 0 &&
+		rb_auth_mac_initiator(&e->cfg->secret, h.nonce, ch.nonce, h.export_name,
+				      c->auth_expect) == 0;
+	if (!ok) {
+		rb_auth_wipe(&ch, sizeof(ch));
+		hello_refuse(c, RB_ENOMEM, h.export_name, "cannot compute the challenge");
+		return;
+	}
+	c->auth_hello = h;
+	c->auth_pending = 1;
+	if (conn_post_recv(c, rb) < 0) {
+		rb_auth_wipe(&ch, sizeof(ch));
+		return;
+	}
+	log_debug("%s: export %s: challenge sent", c->peer, h.export_name);
+	conn_post_ctrl(c, rb_challenge_encode(c->ctrl_buf, &ch));
+	rb_auth_wipe(&ch, sizeof(ch));
+}
+
+/* AUTH: the initiator's proof, checked in constant time. */
+static void
+conn_auth(struct conn *c, struct recv_buf *rb)
+{
+	struct rb_auth_info a;
+	const char *why = "?", *name = c->auth_hello.export_name;
+	int ok;
+
+	if (rb_auth_decode(rb->buf, rb->len, &a, &why) < 0) {
+		log_warnx("%s: export %s: authentication failed: malformed AUTH (%s)",
+			  c->peer, name, why);
+		hello_refuse(c, RB_EPROTO, name, why);
+		return;
+	}
+	ok = rb_auth_mac_equal(a.mac, c->auth_expect);
+	rb_auth_wipe(&a, sizeof(a));
+	rb_auth_wipe(c->auth_expect, sizeof(c->auth_expect));
+	if (!ok) {
+		log_warnx("%s: export %s: authentication failed: wrong response",
+			  c->peer, name);
+		hello_refuse(c, RB_EACCES, name, "authentication failed");
+		return;
+	}
+	log_info("%s: export %s: initiator authenticated", c->peer, name);
+	c->auth_pending = 0;
+	conn_hello_finish(c, rb, &c->auth_hello);
 }
 
 static void
@@ -573,7 +674,19 @@ conn_recv(struct conn *c, struct recv_buf *rb)
 	switch (c->state) {
 	case CONN_ACCEPTING:
 	case CONN_HELLO:
-		if (type == RB_MSG_HELLO) {
+		if (c->auth_pending) {
+			if (type == RB_MSG_AUTH) {
+				conn_auth(c, rb);
+			} else {
+				log_warnx("%s: export %s: authentication failed: "
+					  "expected AUTH", c->peer,
+					  c->auth_hello.export_name);
+				stats_refused(c->t, STATS_REFUSED_AUTH);
+				rb_auth_wipe(c->auth_expect, sizeof(c->auth_expect));
+				c->auth_pending = 0;
+				conn_fail(c, "protocol violation: expected AUTH");
+			}
+		} else if (type == RB_MSG_HELLO) {
 			conn_hello(c, rb);
 		} else if (type == RB_MSG_LIST) {
 			conn_list(c, rb);
@@ -644,8 +757,9 @@ conn_handle_wc(struct conn *c, const struct ibv_wc *wc)
 		break;
 	case WR_CTRL:
 		c->sq_used--;
-		c->ctrl_busy = 0;
-		if (c->state == CONN_LINGER)
+		if (c->ctrl_busy > 0)
+			c->ctrl_busy--;
+		if (c->state == CONN_LINGER && c->ctrl_busy == 0)
 			conn_close(c, "final control reply sent");
 		break;
 	}

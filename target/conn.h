@@ -44,6 +44,12 @@ struct conn {
 	struct export *exp;
 	struct rb_req_limits lim;
 	uint32_t inline_max;
+	int send_inv;               /* HELLO had RB_HELLO_SEND_INV */
+
+	/* authentication: CHALLENGE sent, waiting for AUTH (docs/security.md) */
+	int auth_pending;
+	struct rb_hello_info auth_hello;     /* the HELLO being authenticated */
+	uint8_t auth_expect[RB_MAC_LEN];     /* Mi; wiped after use */
 
 	/* receive side: cm_qd + 1 buffers of RB_RECV_BUF_SIZE */
 	struct recv_buf *recvs;

@@ -42,14 +42,10 @@ flusher_main(void *arg)
 		r = fdatasync(f->fd) < 0 ? -errno : 0;
 		if (r < 0)
 			log_warnx("%s: fdatasync: %s", f->name, strerror(-r));
-		for (n = 0, j = batch; j != NULL; j = next) {
-			next = j->next;
-			j->next = NULL;
-			j->result = r;
+		/* Count before completing: whoever sees a completion must
+		 * also see it in the stats. */
+		for (n = 0, j = batch; j != NULL; j = j->next)
 			n++;
-			j->done(j);
-		}
-
 		pthread_mutex_lock(&f->lock);
 		f->stats.syncs++;
 		f->stats.jobs += n;
@@ -57,6 +53,15 @@ flusher_main(void *arg)
 			f->stats.max_batch = n;
 		if (r < 0)
 			f->stats.errors++;
+		pthread_mutex_unlock(&f->lock);
+
+		for (j = batch; j != NULL; j = next) {
+			next = j->next;
+			j->next = NULL;
+			j->result = r;
+			j->done(j);
+		}
+		pthread_mutex_lock(&f->lock);
 	}
 	pthread_mutex_unlock(&f->lock);
 	return NULL;

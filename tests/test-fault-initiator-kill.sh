@@ -52,6 +52,16 @@ settle() {
         fail "$1: the killed initiators' connections were not freed ($(live) still live)"
 }
 
+# victim_failed CYCLE PID WHAT: the victim ended (or stalled) before it could be killed.
+victim_failed() {
+    local rc=0
+    if _gone "$2"; then
+        wait "$2" || rc=$?
+        fail "cycle $1: $3: it exited with status $rc"
+    fi
+    fail "cycle $1: $3 (still running)"
+}
+
 step warmup io -e victim write 0 1M 1 || fail "first write failed"
 [ "$(mrs)" != "0 MRs, 0 bytes" ] || fail "rdma res show mr sees no MR of the target"
 
@@ -67,12 +77,13 @@ wait_for 60 grep -q 'connected to export good' "$LOGS/target.log" ||
 start_s=$SECONDS
 for ((i = 1; i <= CYCLES; i++)); do
     out=$LOGS/victim-$i.log
+    t0=$(date +%s.%N)
     if ((i % 2)); then
         "$BUILD/tests/rdmablk-hostile" -H "$RDMABLK_ADDR" -e victim -q 16 \
             flood 0 32M 300 >"$out" 2>&1 &
         pid=$!
         wait_for 60 sh -c "grep -q 'requests in flight' '$out' || ! kill -0 $pid" || true
-        grep -q 'requests in flight' "$out" || fail "cycle $i: the flood client never got going"
+        grep -q 'requests in flight' "$out" || victim_failed "$i" "$pid" "the flood client never got going"
     else
         # Its first write allocates blocks in the (freshly punched) backing file.
         fallocate --punch-hole --offset 0 --length 64M "$T/victim.img"
@@ -81,10 +92,12 @@ for ((i = 1; i <= CYCLES; i++)); do
         pid=$!
         wait_for 60 sh -c "[ \$(stat -c %b '$T/victim.img') -gt 0 ] || ! kill -0 $pid" || true
         [ "$(stat -c %b "$T/victim.img")" -gt 0 ] ||
-            fail "cycle $i: the stress client never wrote"
+            victim_failed "$i" "$pid" "the stress client never wrote"
     fi
+    t1=$(date +%s.%N)
     kill -9 "$pid"
     wait "$pid" 2>/dev/null || true
+    echo "cycle $i: I/O going after $(echo "$t1 - $t0" | bc) s, gone after $(echo "$(date +%s.%N) - $t1" | bc) s" >>"$LOGS/cycles.log"
     _gone "$TARGET_PID" && fail "cycle $i: the target died"
     _gone "$verifier" && fail "cycle $i: the verifier stopped (mismatch or I/O error, see verifier.log)"
     if ((i == 1)); then
@@ -124,3 +137,4 @@ wait_exit 120 "$TARGET_PID" || rc=$?
 [ "$rc" = 0 ] || fail "target exited with $rc on SIGTERM"
 if grep -q 'Sanitizer\|runtime error' "$LOGS/target.log"; then fail "sanitizer report"; fi
 ok "target exits cleanly"
+cat "$LOGS/cycles.log"

@@ -413,7 +413,7 @@ h_connect(struct hconn *h)
 
 	if (h_open(h) < 0)
 		return -1;
-	rb_conn_priv_encode(priv, RB_OK, H_CM_QD);
+	rb_conn_priv_encode(priv, RB_OK, (uint16_t)(opt.qd > H_CM_QD ? opt.qd : H_CM_QD));
 	if (h_connect_raw(h, priv, sizeof(priv), why, sizeof(why)) != CONN_OK) {
 		verdict(0, "connect failed: %s", why);
 		h_close(h);

@@ -52,7 +52,8 @@ usage(void)
 {
 	fprintf(stderr,
 		"usage: rdmablk-io -H HOST [-p PORT] -e EXPORT [-q QD] [-t TIMEOUT_S]\n"
-		"                  [-k KEEPALIVE_S] [-b] [-s] [-v] CMD ...\n"
+		"                  [-k KEEPALIVE_S] [-S SECRET_FILE] [-M window|static]\n"
+		"                  [-b] [-s] [-v] CMD ...\n"
 		"  info | write OFF LEN SEED [--fua] | read OFF LEN SEED | dump OFF LEN\n"
 		"  flush | trim OFF LEN | zero OFF LEN | stress SECONDS THREADS [MAXLEN]\n"
 		"  list | pattern OFF LEN SEED\n");
@@ -417,7 +418,7 @@ main(int argc, char **argv)
 
 	rb_opts_init(&o);
 	rb_set_log(log_fn);
-	while ((opt = getopt(argc, argv, "+H:p:e:q:t:k:bsvh")) != -1) {
+	while ((opt = getopt(argc, argv, "+H:p:e:q:t:k:S:M:bsvh")) != -1) {
 		cmd = "options";
 		switch (opt) {
 		case 'H': o.host = optarg; break;
@@ -441,6 +442,15 @@ main(int argc, char **argv)
 			if (rb_parse_uint(optarg, 0, 3600, &v) < 0)
 				usage();
 			o.keepalive_s = (unsigned)v;
+			break;
+		case 'S': o.secret_file = optarg; break;
+		case 'M':
+			if (strcmp(optarg, "static") == 0)
+				o.mr = RB_MR_STATIC;
+			else if (strcmp(optarg, "window") == 0)
+				o.mr = RB_MR_WINDOW;
+			else
+				usage();
 			break;
 		case 'b': o.busy_poll = 1; break;
 		case 's': stats = 1; break;

@@ -1,0 +1,175 @@
+/* Shared-secret authentication helpers (common/auth.h), OpenSSL libcrypto. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+#include <openssl/rand.h>
+
+#include "auth.h"
+
+void
+rb_auth_wipe(void *p, size_t len)
+{
+	if (p != NULL && len > 0)
+		OPENSSL_cleanse(p, len);
+}
+
+void
+rb_secret_wipe(struct rb_secret *s)
+{
+	if (s == NULL)
+		return;
+	if (s->key != NULL) {
+		OPENSSL_cleanse(s->key, s->len);
+		free(s->key);
+	}
+	s->key = NULL;
+	s->len = 0;
+}
+
+int
+rb_secret_dup(struct rb_secret *dst, const struct rb_secret *src)
+{
+	dst->key = NULL;
+	dst->len = 0;
+	if (src->key == NULL)
+		return 0;
+	dst->key = malloc(src->len);
+	if (dst->key == NULL)
+		return -1;
+	memcpy(dst->key, src->key, src->len);
+	dst->len = src->len;
+	return 0;
+}
+
+int
+rb_secret_load(const char *path, struct rb_secret *s, char *err, size_t errlen)
+{
+	uint8_t buf[RB_SECRET_MAX + 2];
+	struct stat st;
+	size_t len = 0;
+	ssize_t n;
+	int fd;
+
+	s->key = NULL;
+	s->len = 0;
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0) {
+		snprintf(err, errlen, "secret-file %s: %s", path, strerror(errno));
+		return -1;
+	}
+	if (fstat(fd, &st) < 0) {
+		snprintf(err, errlen, "secret-file %s: %s", path, strerror(errno));
+		goto out_close;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		snprintf(err, errlen, "secret-file %s: not a regular file", path);
+		goto out_close;
+	}
+	if (st.st_mode & (S_IRWXG | S_IRWXO)) {
+		snprintf(err, errlen, "secret-file %s: permissions %04o are too open; "
+			 "chmod 600", path, (unsigned)(st.st_mode & 07777));
+		goto out_close;
+	}
+	for (;;) {
+		n = read(fd, buf + len, sizeof(buf) - len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			snprintf(err, errlen, "secret-file %s: %s", path, strerror(errno));
+			goto out_wipe;
+		}
+		if (n == 0)
+			break;
+		len += (size_t)n;
+		if (len == sizeof(buf))
+			break;
+	}
+	if (len > 0 && buf[len - 1] == '\n')
+		len--;
+	if (len > RB_SECRET_MAX) {
+		snprintf(err, errlen, "secret-file %s: longer than %d bytes", path,
+			 RB_SECRET_MAX);
+		goto out_wipe;
+	}
+	if (len == 0) {
+		snprintf(err, errlen, "secret-file %s: empty", path);
+		goto out_wipe;
+	}
+	s->key = malloc(len);
+	if (s->key == NULL) {
+		snprintf(err, errlen, "secret-file %s: out of memory", path);
+		goto out_wipe;
+	}
+	memcpy(s->key, buf, len);
+	s->len = len;
+	OPENSSL_cleanse(buf, sizeof(buf));
+	close(fd);
+	return 0;
+
+out_wipe:
+	OPENSSL_cleanse(buf, sizeof(buf));
+out_close:
+	close(fd);
+	return -1;
+}
+
+int
+rb_auth_nonce(uint8_t nonce[RB_NONCE_LEN])
+{
+	return RAND_bytes(nonce, RB_NONCE_LEN) == 1 ? 0 : -1;
+}
+
+static int
+mac(const struct rb_secret *s, const char *label, const uint8_t *n1,
+    const uint8_t *n2, const char *export_name, uint8_t out[RB_MAC_LEN])
+{
+	uint8_t msg[32 + 2 * RB_NONCE_LEN + RB_EXPORT_NAME_MAX];
+	size_t ll = strlen(label), nl = strnlen(export_name, RB_EXPORT_NAME_MAX), len = 0;
+	unsigned int outlen = 0;
+	int ok;
+
+	if (s->key == NULL || ll > 32)
+		return -1;
+	memcpy(msg, label, ll);
+	len += ll;
+	memcpy(msg + len, n1, RB_NONCE_LEN);
+	len += RB_NONCE_LEN;
+	memcpy(msg + len, n2, RB_NONCE_LEN);
+	len += RB_NONCE_LEN;
+	memcpy(msg + len, export_name, nl);
+	len += nl;
+	ok = HMAC(EVP_sha256(), s->key, (int)s->len, msg, len, out, &outlen) != NULL &&
+		outlen == RB_MAC_LEN;
+	OPENSSL_cleanse(msg, sizeof(msg));
+	return ok ? 0 : -1;
+}
+
+int
+rb_auth_mac_target(const struct rb_secret *s, const uint8_t ni[RB_NONCE_LEN],
+		   const uint8_t nt[RB_NONCE_LEN], const char *export_name,
+		   uint8_t out[RB_MAC_LEN])
+{
+	return mac(s, "rdmablk-target", ni, nt, export_name, out);
+}
+
+int
+rb_auth_mac_initiator(const struct rb_secret *s, const uint8_t ni[RB_NONCE_LEN],
+		      const uint8_t nt[RB_NONCE_LEN], const char *export_name,
+		      uint8_t out[RB_MAC_LEN])
+{
+	return mac(s, "rdmablk-initiator", nt, ni, export_name, out);
+}
+
+int
+rb_auth_mac_equal(const uint8_t a[RB_MAC_LEN], const uint8_t b[RB_MAC_LEN])
+{
+	return CRYPTO_memcmp(a, b, RB_MAC_LEN) == 0;
+}

@@ -1,0 +1,47 @@
+/* Shared-secret authentication (docs/security.md): loading a secret file
+ * and the two HMAC-SHA256 proofs of the mutual challenge-response.
+ *
+ *   Mt = HMAC(K, "rdmablk-target"    || Ni || Nt || export_name)
+ *   Mi = HMAC(K, "rdmablk-initiator" || Nt || Ni || export_name)
+ *
+ * Ni: the initiator's nonce (HELLO), Nt: the target's (CHALLENGE); both 32
+ * fresh random bytes per connection.  export_name: its bytes, without NUL. */
+#ifndef RDMABLK_AUTH_H
+#define RDMABLK_AUTH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "protocol.h"
+
+#define RB_SECRET_MAX 4096     /* bytes in a secret file, at most */
+
+struct rb_secret {
+	uint8_t *key;          /* NULL: none */
+	size_t   len;
+};
+
+/* Read PATH: refuse a file readable or writable by group or others (as ssh
+ * does), an empty one or one over RB_SECRET_MAX bytes; strip one trailing
+ * newline.  0, or -1 with a message in err ("secret-file PATH: ..."). */
+int  rb_secret_load(const char *path, struct rb_secret *s, char *err, size_t errlen);
+/* Wipe (OPENSSL_cleanse) and free; s is left empty.  NULL-safe. */
+void rb_secret_wipe(struct rb_secret *s);
+/* Copy (for a connection that outlives its config).  0 or -1. */
+int  rb_secret_dup(struct rb_secret *dst, const struct rb_secret *src);
+
+/* Fresh nonce from RAND_bytes.  0 or -1. */
+int  rb_auth_nonce(uint8_t nonce[RB_NONCE_LEN]);
+/* The target's proof Mt and the initiator's proof Mi.  0 or -1. */
+int  rb_auth_mac_target(const struct rb_secret *s, const uint8_t ni[RB_NONCE_LEN],
+			const uint8_t nt[RB_NONCE_LEN], const char *export_name,
+			uint8_t mac[RB_MAC_LEN]);
+int  rb_auth_mac_initiator(const struct rb_secret *s, const uint8_t ni[RB_NONCE_LEN],
+			   const uint8_t nt[RB_NONCE_LEN], const char *export_name,
+			   uint8_t mac[RB_MAC_LEN]);
+/* Constant time: 1 when equal. */
+int  rb_auth_mac_equal(const uint8_t a[RB_MAC_LEN], const uint8_t b[RB_MAC_LEN]);
+/* Wipe any sensitive buffer (MACs, nonces, keys). */
+void rb_auth_wipe(void *p, size_t len);
+
+#endif
