@@ -27,6 +27,7 @@ stats_io_add(struct stats_io *dst, const struct stats_io *src)
 		d->count += s->count;
 		d->bytes += s->bytes;
 		d->errors += s->errors;
+		d->sum_ns += s->sum_ns;
 		if (s->max_ns > d->max_ns)
 			d->max_ns = s->max_ns;
 		for (b = 0; b < STATS_NBUCKETS; b++)
@@ -276,12 +277,13 @@ json_io(struct sbuf *b, const struct stats_io *s, uint64_t in_flight, const char
 	sb_printf(b, "%s\"latency_us\": {", ind);
 	for (i = 0; i < RB_OP__COUNT; i++)
 		sb_printf(b, "%s\n%s  \"%s\": {\"count\": %llu, \"errors\": %llu, "
-			  "\"p50\": %llu, \"p99\": %llu, \"max\": %llu}",
+			  "\"p50\": %llu, \"p99\": %llu, \"max\": %llu, \"sum\": %llu}",
 			  i ? "," : "", ind, op_names[i],
 			  (unsigned long long)o[i].count, (unsigned long long)o[i].errors,
 			  (unsigned long long)stats_percentile_us(&o[i], 50),
 			  (unsigned long long)stats_percentile_us(&o[i], 99),
-			  (unsigned long long)((o[i].max_ns + 999) / 1000));
+			  (unsigned long long)((o[i].max_ns + 999) / 1000),
+			  (unsigned long long)(o[i].sum_ns / 1000));
 	sb_printf(b, "\n%s}", ind);
 }
 

@@ -31,6 +31,7 @@ struct stats_op {
 	uint64_t bytes;               /* length of the successful ones */
 	uint64_t errors;              /* replies with a status other than RB_OK */
 	uint64_t max_ns;
+	uint64_t sum_ns;              /* for the mean: the benchmark's breakdown */
 	uint64_t hist[STATS_NBUCKETS];
 };
 
@@ -92,6 +93,7 @@ stats_reply(struct stats_io *s, uint8_t opcode, uint32_t length, int ok,
 		o->errors++;
 	if (ns > o->max_ns)
 		o->max_ns = ns;
+	o->sum_ns += ns;
 	o->hist[stats_bucket(ns)]++;
 }
 
