@@ -40,13 +40,41 @@ rb_conn_post_recv(struct rb_conn *conn, uint32_t index)
 	return -ibv_post_recv(conn->id->qp, &wr, &bad);
 }
 
+/* Per-request memory windows unless mr=static, when the device has type-2
+ * windows for every slot; otherwise the static pool MR, with a warning. */
+static void
+choose_mr_mode(struct rb_conn *conn)
+{
+	struct ibv_device_attr attr;
+	uint64_t type2 = IBV_DEVICE_MEM_WINDOW_TYPE_2A | IBV_DEVICE_MEM_WINDOW_TYPE_2B;
+
+	conn->use_mw = 0;
+	if (conn->cfg.mr_static)
+		return;
+	if (ibv_query_device(conn->id->verbs, &attr) != 0) {
+		rb_log(RB_LOG_ERROR, "warning: ibv_query_device failed; exposing the "
+		       "static pool MR (mr=static)");
+		return;
+	}
+	if (!(attr.device_cap_flags & type2) ||
+	    attr.max_mw < (int)conn->cfg.queue_depth) {
+		rb_log(RB_LOG_ERROR, "warning: %s has no type-2 memory windows "
+		       "(max_mw %d); exposing the static pool MR (mr=static)",
+		       ibv_get_device_name(conn->id->verbs->device), attr.max_mw);
+		return;
+	}
+	conn->use_mw = 1;
+}
+
 /* PD, completion channel, CQ and an RC QP; the caps the provider returns
  * are checked against what we need. */
 static int
 create_qp(struct rb_conn *conn, char *errbuf)
 {
 	struct ibv_qp_init_attr attr;
-	unsigned want_send = conn->nsend_bufs, want_recv = conn->nrecv;
+	/* Windows: a bind, the SEND and a local invalidate per slot. */
+	unsigned want_send = conn->nsend_bufs * (conn->use_mw ? 3 : 1);
+	unsigned want_recv = conn->nrecv;
 
 	conn->pd = ibv_alloc_pd(conn->id->verbs);
 	if (conn->pd == NULL) {
@@ -209,6 +237,7 @@ rb_conn_create(const struct rb_conn_cfg *cfg, int list_only, uint64_t deadline_n
 	r = rb_cm_resolve(conn, deadline_ns, errbuf);
 	if (r < 0)
 		goto out_destroy;
+	choose_mr_mode(conn);
 	r = create_qp(conn, errbuf);
 	if (r < 0)
 		goto out_destroy;

@@ -27,8 +27,45 @@ rb_post_request(struct rb_conn *conn, struct rb_slot *s, const struct rb_req_inf
 		.num_sge = 1,
 		.opcode = IBV_WR_SEND,
 		.send_flags = IBV_SEND_SIGNALED,
-	}, *bad;
+	}, bind, *bad;
+	int r;
 
+	if (s->bind_len == 0)
+		return -ibv_post_send(conn->id->qp, &wr, &bad);
+	/* Bind the slot's window over exactly the request's bytes, on this
+	 * QP, ahead of the SEND: the target sees the key only after the
+	 * bind (send queue order). */
+	memset(&bind, 0, sizeof(bind));
+	bind.wr_id = (uintptr_t)&s->bind_ctx;
+	bind.opcode = IBV_WR_BIND_MW;
+	bind.bind_mw.mw = s->mw;
+	bind.bind_mw.rkey = s->rkey;
+	bind.bind_mw.bind_info.mr = conn->data.mr;
+	bind.bind_mw.bind_info.addr = (uintptr_t)s->data;
+	bind.bind_mw.bind_info.length = s->bind_len;
+	bind.bind_mw.bind_info.mw_access_flags = (unsigned)s->bind_access;
+	bind.next = &wr;
+	r = ibv_post_send(conn->id->qp, &bind, &bad);
+	/* Providers read mw->rkey as the window's current key (rxe checks
+	 * it against its own): once bound, that is the new key. */
+	if (r == 0 || bad == &wr)
+		s->mw->rkey = s->rkey;
+	return -r;
+}
+
+/* The reply did not invalidate the request's window: do it ourselves.
+ * The slot is DONE only once this completes. */
+static int
+post_local_inv(struct rb_conn *conn, struct rb_slot *s)
+{
+	struct ibv_send_wr wr, *bad;
+
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = (uintptr_t)&s->inv_ctx;
+	wr.opcode = IBV_WR_LOCAL_INV;
+	wr.send_flags = IBV_SEND_SIGNALED;
+	wr.invalidate_rkey = s->rkey;
+	s->inv_posted = 1;
 	return -ibv_post_send(conn->id->qp, &wr, &bad);
 }
 
@@ -37,7 +74,7 @@ rb_post_request(struct rb_conn *conn, struct rb_slot *s, const struct rb_req_inf
 static void
 slot_progress_locked(struct rb_conn *conn, struct rb_slot *s)
 {
-	if (!s->send_done || !s->replied)
+	if (!s->send_done || !s->replied || s->mw_live)
 		return;
 	s->state = RB_SLOT_DONE;
 	if (s->waiter) {
@@ -53,7 +90,8 @@ slot_progress_locked(struct rb_conn *conn, struct rb_slot *s)
 }
 
 static void
-handle_recv_locked(struct rb_conn *conn, uint32_t index, uint32_t len)
+handle_recv_locked(struct rb_conn *conn, uint32_t index, uint32_t len,
+		   const struct ibv_wc *wc)
 {
 	struct rb_rep_info rep;
 	const char *why = "";
@@ -78,6 +116,20 @@ handle_recv_locked(struct rb_conn *conn, uint32_t index, uint32_t len)
 	} else {
 		s->rep = rep;
 		s->replied = 1;
+		/* Killed by the reply (SEND_WITH_INV of exactly this key)?
+		 * rxe leaves IBV_WC_WITH_INV unset, so compare the key; an
+		 * immediate shares the field, so never trust it then. */
+		if (s->mw_live && !(wc->wc_flags & IBV_WC_WITH_IMM) &&
+		    wc->invalidated_rkey == s->rkey)
+			s->mw_live = 0;
+		if (s->mw_live && !s->inv_posted) {
+			r = post_local_inv(conn, s);
+			if (r < 0) {
+				rb_log(RB_LOG_ERROR, "local invalidate: ibv_post_send: %s",
+				       strerror(-r));
+				rb_conn_mark_dead_locked(conn, "cannot invalidate a window");
+			}
+		}
 		slot_progress_locked(conn, s);
 	}
 	r = rb_conn_post_recv(conn, index);
@@ -93,6 +145,8 @@ wr_kind_name(enum rb_wr_kind kind)
 	switch (kind) {
 	case RB_WR_RECV:      return "receive";
 	case RB_WR_SEND_SLOT: return "request send";
+	case RB_WR_BIND:      return "memory window bind";
+	case RB_WR_LOCAL_INV: return "memory window invalidate";
 	default:              return "control send";
 	}
 }
@@ -116,13 +170,18 @@ handle_wc_locked(struct rb_conn *conn, const struct ibv_wc *wc)
 	}
 	switch (ctx->kind) {
 	case RB_WR_RECV:
-		handle_recv_locked(conn, ctx->index, wc->byte_len);
+		handle_recv_locked(conn, ctx->index, wc->byte_len, wc);
 		break;
 	case RB_WR_SEND_SLOT:
 		conn->slots[ctx->index].send_done = 1;
 		slot_progress_locked(conn, &conn->slots[ctx->index]);
 		break;
+	case RB_WR_LOCAL_INV:
+		conn->slots[ctx->index].mw_live = 0;
+		slot_progress_locked(conn, &conn->slots[ctx->index]);
+		break;
 	case RB_WR_SEND_CTRL:
+	case RB_WR_BIND:
 		break;
 	}
 }

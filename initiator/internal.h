@@ -42,6 +42,8 @@ enum rb_wr_kind {
 	RB_WR_RECV,        /* a receive buffer, index into the recv ring */
 	RB_WR_SEND_SLOT,   /* a request SEND, index = slot */
 	RB_WR_SEND_CTRL,   /* the HELLO or LIST SEND */
+	RB_WR_BIND,        /* a slot's memory window bind (unsignaled) */
+	RB_WR_LOCAL_INV,   /* a slot's local invalidate of its window */
 };
 struct rb_wr_ctx {
 	enum rb_wr_kind kind;
@@ -69,6 +71,18 @@ struct rb_slot {
 	void               *data;       /* max_io bytes in the data pool */
 	uint32_t            rkey;       /* the key the target uses for data */
 	int                 next_free;
+
+	/* Memory windows (conn->use_mw): the window is bound over exactly
+	 * this request's bytes before its SEND, with a fresh key, and must
+	 * be invalid again (remotely by the reply's SEND_WITH_INV, or by our
+	 * LOCAL_INV) before the slot is DONE and may be reused. */
+	struct ibv_mw      *mw;
+	struct rb_wr_ctx    bind_ctx;
+	struct rb_wr_ctx    inv_ctx;
+	uint32_t            bind_len;   /* 0: no window for this request */
+	int                 bind_access;
+	int                 mw_live;    /* bound and not yet known invalid */
+	int                 inv_posted;
 };
 
 /* tag = generation << 16 | slot index */

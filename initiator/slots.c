@@ -17,6 +17,7 @@ rb_slots_create(struct rb_conn *conn, char *errbuf)
 	 * write data out of them.  The key is scoped to this connection's PD;
 	 * s->rkey is where a per-request memory window key would go. */
 	r = rb_region_create(&conn->data, conn->pd, (size_t)n * conn->exp.max_io,
+			     conn->use_mw ? IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_MW_BIND :
 			     IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
 			     IBV_ACCESS_REMOTE_READ, errbuf);
 	if (r < 0)
@@ -39,6 +40,22 @@ rb_slots_create(struct rb_conn *conn, char *errbuf)
 		s->data = (char *)conn->data.base + (size_t)i * conn->exp.max_io;
 		s->rkey = conn->data.mr->rkey;
 		s->next_free = i + 1 < n ? (int)i + 1 : -1;
+		s->bind_ctx.kind = RB_WR_BIND;
+		s->bind_ctx.index = i;
+		s->inv_ctx.kind = RB_WR_LOCAL_INV;
+		s->inv_ctx.index = i;
+		conn->nslots = i + 1;   /* for rb_slots_destroy on failure */
+		if (conn->use_mw) {
+			/* The pool MR itself has no remote access: only a
+			 * window bound for a live request can be used. */
+			s->mw = ibv_alloc_mw(conn->pd, IBV_MW_TYPE_2);
+			if (s->mw == NULL) {
+				pthread_condattr_destroy(&ca);
+				rb_seterr(errbuf, "ibv_alloc_mw (type 2): %s", strerror(errno));
+				return -ENOMEM;
+			}
+			s->rkey = s->mw->rkey;
+		}
 	}
 	pthread_condattr_destroy(&ca);
 	conn->nslots = n;
@@ -54,8 +71,11 @@ rb_slots_destroy(struct rb_conn *conn)
 {
 	unsigned i;
 
-	for (i = 0; i < conn->nslots; i++)
+	for (i = 0; i < conn->nslots; i++) {
+		if (conn->slots[i].mw != NULL)
+			ibv_dealloc_mw(conn->slots[i].mw);
 		pthread_cond_destroy(&conn->slots[i].cond);
+	}
 	free(conn->slots);
 	conn->slots = NULL;
 	conn->nslots = 0;
@@ -77,6 +97,9 @@ rb_slot_get_locked(struct rb_conn *conn, int keepalive)
 	s->send_done = 0;
 	s->replied = 0;
 	s->waiter = 0;
+	s->bind_len = 0;
+	s->mw_live = 0;
+	s->inv_posted = 0;
 	memset(&s->rep, 0, sizeof(s->rep));
 	return s;
 }

@@ -230,6 +230,14 @@ req_reply(struct req *r)
 	rep_sge.lkey = 0;
 	wr_rep.wr_id = (uintptr_t)&r->send_ctx;
 	wr_rep.opcode = IBV_WR_SEND;
+	/* The initiator asked (RB_HELLO_SEND_INV) that the reply kill the
+	 * key of the request's memory window: only the key this request
+	 * carried, and only for requests that carried one. */
+	if (c->send_inv && r->info.rkey != 0 && !(r->info.flags & RB_REQ_INLINE) &&
+	    (r->info.opcode == RB_OP_READ || r->info.opcode == RB_OP_WRITE)) {
+		wr_rep.opcode = IBV_WR_SEND_WITH_INV;
+		wr_rep.invalidate_rkey = r->info.rkey;
+	}
 	wr_rep.send_flags = IBV_SEND_SIGNALED | IBV_SEND_INLINE;
 	wr_rep.sg_list = &rep_sge;
 	wr_rep.num_sge = 1;

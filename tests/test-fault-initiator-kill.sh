@@ -5,7 +5,7 @@
 # `rdma res show mr`, VmPin) are exactly what they were after the first round of kills.
 # The kills come in rounds of 5 initiators at once, each on its own export (under TCG a process
 # start costs seconds, so 50 one after the other would take far too long): rdmablk-hostile's
-# flood mode (16 READs/WRITEs kept outstanding, killed once its first reply is back) and
+# flood mode (8 READs/WRITEs kept outstanding, killed once its first reply is back) and
 # rdmablk-io stress (killed once its first write reached its backing file), alternating.
 # shellcheck source=tests/lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -87,12 +87,12 @@ for ((r = 1; r <= ROUNDS; r++)); do
     for ((j = 1; j <= PAR && killed + j <= CYCLES; j++)); do
         out=$LOGS/victim-$r-$j.log
         if (((r + j) % 2)); then
-            "$BUILD/tests/rdmablk-hostile" -H "$RDMABLK_ADDR" -e "victim$j" -q 16 \
+            "$BUILD/tests/rdmablk-hostile" -H "$RDMABLK_ADDR" -e "victim$j" -q 8 \
                 flood 0 32M 300 >"$out" 2>&1 &
         else
             # Its first write allocates blocks in the (freshly punched) backing file.
             fallocate --punch-hole --offset 0 --length 64M "$T/victim$j.img"
-            "$BUILD/tests/rdmablk-io" -H "$RDMABLK_ADDR" -e "victim$j" -t 60 -q 16 \
+            "$BUILD/tests/rdmablk-io" -H "$RDMABLK_ADDR" -e "victim$j" -t 60 -q 8 \
                 stress 300 4 65536 >"$out" 2>&1 &
         fi
         pids[j]=$!

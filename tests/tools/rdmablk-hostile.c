@@ -46,7 +46,7 @@
 #define H_NRECV       16            /* receives we keep posted */
 #define H_NSEND       64            /* send slots */
 #define H_SEND_SLOT   8192          /* > RB_RECV_BUF_SIZE: room for oversized messages */
-#define H_DATA_SIZE   (4u << 20)    /* registered for remote read and write */
+#define H_DATA_SIZE   (2u << 20)    /* registered for remote read and write */
 #define H_MAX_IO      (1u << 20)    /* what HELLO asks for */
 #define H_CM_QD       8             /* queue depth asked for in the CM connect */
 #define H_FLOOD_IO    (64u * 1024)

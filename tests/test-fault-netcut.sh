@@ -1,0 +1,179 @@
+#!/bin/bash
+# A network cut: the netdev under an RDMA device goes down while a client does I/O on it, then
+# comes back up. The client's in-flight requests fail cleanly (an errno, no wrong data) within
+# its timeout, a client that starts during the cut fails within its timeout, the target stays
+# up and keeps serving the other device during the cut, frees the broken connection, and after
+# the link is back it still serves.
+#
+# The cut takes down a netdev of its own (a dummy, rbcut0, 10.55.9.1, with rxe device rxecut0),
+# never d0: with rxe (seen on Debian's 6.1 kernel), once an RDMA CM message is sent while the
+# netdev is down, the device's GSI QP stops sending for good (its sq-psn freezes) and no RDMA CM
+# connection through that device works again until it is re-created, which would break every
+# later test of the suite. Reconnecting through the cut device afterwards is therefore checked
+# only where the kernel does not have that bug; the test says which case it saw. The target
+# listens on the wildcard address, so it serves rxe0 and rxecut0 at once.
+# shellcheck source=tests/lib.sh
+. "$(dirname "$0")/lib.sh"
+
+require_rdma
+requires rdma ip
+requires_file "$BUILD/rdmablk-target" "$BUILD/tests/rdmablk-io"
+[ "$(id -u)" = 0 ] || skip "needs root (creates a netdev and an rxe device)"
+
+CUT_DEV=rbcut0
+CUT_RXE=rxecut0
+CUT_ADDR=10.55.9.1
+TMO=5           # the clients' -t during the cut
+SLACK=40        # TCG: process start, teardown
+
+# The target and the clients hold the rxe device: stop them before deleting it. A device still
+# in use would make `rdma link delete` block, so leave it then (it harms no other test).
+cleanup_cut() {
+    local pid
+    for pid in "${stress:-}" "${TARGET_PID:-}"; do
+        [ -n "$pid" ] && _kill_wait "$pid"
+    done
+    if [ -e "/sys/class/infiniband/$CUT_RXE" ]; then
+        if rdma res show pd dev "$CUT_RXE" 2>/dev/null | grep -q ' pid '; then
+            echo "$CUT_RXE still in use; not deleting it" >&2
+        else
+            rdma link delete "$CUT_RXE"
+        fi
+    fi
+    ip link del "$CUT_DEV" 2>/dev/null
+    return 0
+}
+on_exit cleanup_cut
+
+ip link add "$CUT_DEV" type dummy || fail "cannot create a dummy netdev"
+ip link set "$CUT_DEV" mtu 9000 up
+ip addr add "$CUT_ADDR/24" dev "$CUT_DEV"
+rdma link add "$CUT_RXE" type rxe netdev "$CUT_DEV" || fail "cannot add an rxe device on $CUT_DEV"
+port_state=/sys/class/infiniband/$CUT_RXE/ports/1/state
+wait_for 30 grep -q ACTIVE "$port_state" || fail "$CUT_RXE never became ACTIVE"
+ok "$CUT_RXE on $CUT_DEV ($CUT_ADDR)"
+
+cat >"$T/target.conf" <<EOF
+[target]
+listen = 0.0.0.0
+max-io = 256K
+buffer-pool = 4M
+
+[export disk0]
+path = $T/disk0.img
+size = 64M
+
+[export cut]
+path = $T/cut.img
+size = 64M
+EOF
+start_target "$T/target.conf" -v
+
+io() { timeout 120 "$BUILD/tests/rdmablk-io" -t 30 "$@"; }
+live() {
+    echo $(($(grep -c 'accepted, queue depth' "$LOGS/target.log") -
+        $(grep -c 'connection [0-9]* freed' "$LOGS/target.log")))
+}
+settle() {
+    wait_for "$1" sh -c "[ \$((\$(grep -c 'accepted, queue depth' '$LOGS/target.log') - \
+        \$(grep -c 'connection [0-9]* freed' '$LOGS/target.log'))) -eq 0 ]"
+}
+nfds() { find "/proc/$TARGET_PID/fd" -mindepth 1 -maxdepth 1 | wc -l; }
+gsi_psn() { rdma res show qp link "$CUT_RXE/1" | awk '/type GSI/ { for (i = 1; i < NF; i++) if ($i == "sq-psn") print $(i + 1) }'; }
+# serves NAME HOST SEED: a write and a verified read through HOST.
+serves() {
+    step "$1" io -H "$2" -e disk0 write 0 1M "$3" && step "$1-read" io -H "$2" -e disk0 read 0 1M "$3"
+}
+
+serves before-cut "$CUT_ADDR" 1 || fail "no service through $CUT_RXE before the cut"
+serves before-d0 "$RDMABLK_ADDR" 2 || fail "no service through rxe0 before the cut"
+settle 60 || fail "connections not freed before the cut"
+base=$(nfds)
+ok "served through both devices; baseline $base fds"
+
+# A client doing I/O through the device that will be cut; its first write allocates blocks.
+"$BUILD/tests/rdmablk-io" -H "$CUT_ADDR" -e cut -t "$TMO" -s stress 600 2 65536 \
+    >"$LOGS/stress.log" 2>&1 &
+stress=$!
+track_pid "$stress"
+wait_for 90 sh -c "[ \$(stat -c %b '$T/cut.img') -gt 0 ] || ! kill -0 $stress" || true
+[ "$(stat -c %b "$T/cut.img")" -gt 0 ] || fail "the stress client never wrote: $(cat "$LOGS/stress.log")"
+
+ip link set "$CUT_DEV" down
+cut_s=$SECONDS
+ok "link down"
+
+# A new client during the cut fails within its timeout (exit 1 from rdmablk-io, not 124 from
+# the watchdog).
+t0=$SECONDS
+rc=0
+step during-new timeout $((TMO + SLACK)) "$BUILD/tests/rdmablk-io" -H "$CUT_ADDR" -e disk0 \
+    -t "$TMO" write 0 64K 3 || rc=$?
+[ "$rc" = 1 ] || fail "a client started during the cut: exit $rc after $((SECONDS - t0)) s, expected 1"
+ok "a client started during the cut failed in $((SECONDS - t0)) s: $(tail -n 1 "$LOGS/during-new.log")"
+
+# The client whose requests were in flight: its requests fail within its timeout (never with
+# wrong data), and then it exits.
+wait_for $((TMO + SLACK)) grep -q '^rdmablk-io: stress:' "$LOGS/stress.log" ||
+    fail "the client with requests in flight got no error $((SECONDS - cut_s)) s into the cut"
+ok "the client's requests failed $((SECONDS - cut_s)) s into the cut:" \
+    "$(grep '^rdmablk-io: stress:' "$LOGS/stress.log")"
+if grep -q mismatch "$LOGS/stress.log"; then fail "data mismatch: $(grep mismatch "$LOGS/stress.log")"; fi
+grep -q '^rdmablk-io: stress: .* (E[A-Z]*)$' "$LOGS/stress.log" ||
+    fail "the client failed without an errno: $(tail -n 2 "$LOGS/stress.log")"
+# Its exit may have to wait for the link: with the netdev down, rxe's QP destroy blocks
+# (rxe_destroy_qp -> __rxe_cleanup, seen on 6.1). That is checked after the link is back.
+
+# The target: up, serving the other device, and rid of the broken connection.
+_gone "$TARGET_PID" && fail "the target died"
+serves during-d0 "$RDMABLK_ADDR" 4 || fail "the target did not serve rxe0 during the cut"
+settle 60 || fail "the broken connection was not freed ($(live) live)"
+ok "during the cut the target serves rxe0 and has freed the broken connection"
+
+ip link set "$CUT_DEV" up
+wait_for 30 grep -q ACTIVE "$port_state" || fail "$CUT_RXE not ACTIVE after the link came back"
+ok "link up after $((SECONDS - cut_s)) s"
+
+rc=0
+wait_exit "$SLACK" "$stress" || rc=$?
+if [ "$rc" = 124 ]; then
+    for f in /proc/"$stress"/task/*/stack; do
+        echo "---- ${f#/proc/}" && cat "$f"
+    done >"$LOGS/stress-hung-stacks.log" 2>&1
+    grep -q 'rxe_destroy_qp' "$LOGS/stress-hung-stacks.log" ||
+        fail "the client reported its error but never exits, even with the link back;" \
+            "kernel stacks in stress-hung-stacks.log"
+    echo "note: the client that saw the cut is stuck in the kernel destroying its QP" \
+        "(rxe_destroy_qp -> __rxe_cleanup), even with the link back: an rxe bug, not ours"
+    kill -KILL "$stress" 2>/dev/null
+else
+    [ "$rc" = 1 ] || fail "the client with requests in flight exited with $rc"
+    ok "the client that saw the cut has exited"
+fi
+stress=
+
+serves after-d0 "$RDMABLK_ADDR" 5 || fail "the target does not serve after the cut"
+psn=$(gsi_psn)
+if serves after-cut "$CUT_ADDR" 6; then
+    ok "new connections through $CUT_RXE work again"
+elif [ -n "$psn" ] && [ "$(gsi_psn)" = "$psn" ]; then
+    echo "note: $CUT_RXE's GSI QP is stuck (sq-psn $psn): the kernel's rxe never sends a CM" \
+        "message again after one was sent while the link was down; reconnecting through it" \
+        "cannot be checked on this kernel"
+else
+    fail "no new connection through $CUT_RXE after the link came back"
+fi
+step after-read-cut-data io -H "$RDMABLK_ADDR" -e disk0 read 0 1M 5 ||
+    fail "data written after the cut does not read back"
+
+settle 60 || fail "connections not freed at the end ($(live) live)"
+wait_for 60 sh -c "[ \$(find /proc/$TARGET_PID/fd -mindepth 1 -maxdepth 1 | wc -l) -eq $base ]" ||
+    fail "fd count $(nfds), baseline $base"
+ok "every connection freed, fd count back to $base"
+
+kill -TERM "$TARGET_PID"
+rc=0
+wait_exit 120 "$TARGET_PID" || rc=$?
+[ "$rc" = 0 ] || fail "target exited with $rc on SIGTERM"
+if grep -q 'Sanitizer\|runtime error' "$LOGS/target.log"; then fail "sanitizer report"; fi
+ok "target exits cleanly"

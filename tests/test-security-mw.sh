@@ -1,0 +1,33 @@
+#!/bin/bash
+# Scoped exposure of initiator memory (docs/security.md): a hostile fake target
+# (tests/tools/rdmablk-mw-check) keeps the key of a completed READ and RDMA WRITEs with it
+# again after its reply. With memory windows (the default) that write must fail with a
+# remote access error and leave the initiator's memory untouched, whether the reply
+# invalidated the key (SEND_WITH_INV) or the initiator did (LOCAL_INV). With mr=static the
+# same write lands: the documented risk of the static MR.
+# shellcheck source=tests/lib.sh
+. "$(dirname "$0")/lib.sh"
+
+require_rdma
+requires_file "$BUILD/tests/rdmablk-mw-check"
+
+check() { timeout 120 "$BUILD/tests/rdmablk-mw-check" -a "$RDMABLK_ADDR" "$@"; }
+
+step window-inv check -p 10891 || fail "window + SEND_WITH_INV: rdmablk-mw-check failed"
+grep -q 'HELLO flags 0x1 (SEND_INV yes)' "$LOGS/window-inv.log" || fail "no SEND_INV in HELLO"
+grep -q 'reply with SEND_WITH_INV' "$LOGS/window-inv.log" || fail "reply did not invalidate"
+grep -q 'stale write: remote access error; initiator memory: untouched' \
+    "$LOGS/window-inv.log" || fail "window + SEND_WITH_INV: unexpected result"
+ok "window, invalidated by the reply: the old key gets a remote access error"
+
+step window-local check -p 10892 -n || fail "window + LOCAL_INV: rdmablk-mw-check failed"
+grep -q 'reply with a plain SEND' "$LOGS/window-local.log" || fail "reply invalidated"
+grep -q 'stale write: remote access error; initiator memory: untouched' \
+    "$LOGS/window-local.log" || fail "window + LOCAL_INV: unexpected result"
+ok "window, invalidated locally: the old key gets a remote access error"
+
+step static check -p 10893 -M static || fail "mr=static: expected the stale write to land"
+grep -q 'HELLO flags 0 (SEND_INV no)' "$LOGS/static.log" || fail "static: SEND_INV asked"
+grep -q 'stale write: success; initiator memory: MODIFIED' "$LOGS/static.log" ||
+    fail "mr=static: unexpected result"
+ok "mr=static: the old key still writes into the pool (the documented risk)"
