@@ -155,4 +155,3 @@ wait_exit 120 "$TARGET_PID" || rc=$?
 [ "$rc" = 0 ] || fail "target exited with $rc on SIGTERM"
 if grep -q 'Sanitizer\|runtime error' "$LOGS/target.log"; then fail "sanitizer report"; fi
 ok "target exits cleanly"
-cat "$LOGS/rounds.log"
