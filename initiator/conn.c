@@ -252,6 +252,8 @@ rb_conn_create(const struct rb_conn_cfg *cfg, int list_only, uint64_t deadline_n
 		r = rb_handshake_hello(conn, deadline_ns, errbuf);
 		if (r < 0)
 			goto out_destroy;
+		/* A slow handshake must not count against the keepalive. */
+		conn->last_rx_ns = rb_now_ns();
 		r = rb_slots_create(conn, errbuf);
 		if (r < 0)
 			goto out_destroy;

@@ -33,7 +33,8 @@ expect_fail() {
 
 expect_fail no-hostname 'hostname parameter is required' export=disk0
 expect_fail unknown-param "unknown parameter 'colour'" hostname="$RDMABLK_ADDR" colour=blue
-expect_fail secret-file "unknown parameter 'secret-file'" hostname="$RDMABLK_ADDR" secret-file=/x
+expect_fail secret-file 'secret-file /nonexistent/key: No such file or directory' hostname="$RDMABLK_ADDR" secret-file=/nonexistent/key
+expect_fail bad-mr "mr: 'sometimes' is not window or static" hostname="$RDMABLK_ADDR" mr=sometimes
 expect_fail bad-port "invalid port '99999'" hostname="$RDMABLK_ADDR" port=99999
 expect_fail bad-port-text "invalid port 'http'" hostname="$RDMABLK_ADDR" port=http
 expect_fail bad-qd "invalid queue-depth '0'" hostname="$RDMABLK_ADDR" queue-depth=0

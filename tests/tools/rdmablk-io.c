@@ -357,6 +357,8 @@ cmd_stress(struct rb_client *c, uint64_t seconds, uint64_t threads, uint64_t max
 	tid = calloc(threads, sizeof(*tid));
 	if (st == NULL || tid == NULL)
 		return fail(ENOMEM);
+	/* Allocate everything before the first thread starts, so that no
+	 * failure can return (and close the client) under running threads. */
 	for (i = 0; i < threads; i++) {
 		st[i].c = c;
 		st[i].deadline_ns = t0 + seconds * 1000000000ull;
@@ -368,8 +370,17 @@ cmd_stress(struct rb_client *c, uint64_t seconds, uint64_t threads, uint64_t max
 		st[i].seeds = calloc(slice / d->min_block, sizeof(uint64_t));
 		if (st[i].seeds == NULL)
 			return fail(ENOMEM);
-		if (pthread_create(&tid[i], NULL, stress_thread, &st[i]) != 0)
-			return fail(EAGAIN);
+	}
+	for (i = 0; i < threads; i++) {
+		if (pthread_create(&tid[i], NULL, stress_thread, &st[i]) != 0) {
+			/* Stop early: the started threads still finish by their
+			 * deadline and are joined below. */
+			fprintf(stderr, "rdmablk-io: stress: only %u of %u threads started\n",
+				i, (unsigned)threads);
+			threads = i;
+			err = EAGAIN;
+			break;
+		}
 	}
 	for (i = 0; i < threads; i++) {
 		pthread_join(tid[i], NULL);
