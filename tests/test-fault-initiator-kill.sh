@@ -37,9 +37,9 @@ EOF
 start_target "$T/target.conf" -v
 
 io() { timeout 120 "$BUILD/tests/rdmablk-io" -H "$RDMABLK_ADDR" -t 60 "$@"; }
-count() { grep -c -- "$1" "$LOGS/target.log" || true; }
+count() { grep -cE -- "$1" "$LOGS/target.log" || true; }
 # Connections the target holds: accepted and not yet freed.
-live() { echo $(($(count 'accepted, queue depth') - $(count 'connection [0-9]* freed'))); }
+live() { echo $(($(count 'accepted, queue depth|: rdma_accept') - $(count 'connection [0-9]* freed'))); }
 nfds() { find "/proc/$TARGET_PID/fd" -mindepth 1 -maxdepth 1 | wc -l; }
 # "N MRs, B bytes": what the target has registered, as the kernel's resource tracker sees it.
 mrs() {
@@ -51,7 +51,7 @@ vmpin() { awk '/^VmPin:/ { print $2 " kB" }' "/proc/$TARGET_PID/status"; }
 resources() { echo "fds $(nfds); $(mrs); VmPin $(vmpin)"; }
 # settle N WHEN: wait until the target holds exactly N connections.
 settle() {
-    wait_for 120 sh -c "[ \$((\$(grep -c 'accepted, queue depth' '$LOGS/target.log') - \
+    wait_for 120 sh -c "[ \$((\$(grep -cE 'accepted, queue depth|: rdma_accept' '$LOGS/target.log') - \
         \$(grep -c 'connection [0-9]* freed' '$LOGS/target.log'))) -eq $1 ]" ||
         fail "$2: the killed initiators' connections were not freed ($(live) live, expected $1)"
 }

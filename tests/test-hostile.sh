@@ -46,7 +46,7 @@ ok "target: $target_build/rdmablk-target"
 
 io() { timeout 120 "$BUILD/tests/rdmablk-io" -H "$RDMABLK_ADDR" -t 60 "$@"; }
 live() {
-    echo $(($(grep -c 'accepted, queue depth' "$LOGS/target.log") -
+    echo $(($(grep -cE 'accepted, queue depth|: rdma_accept' "$LOGS/target.log") -
         $(grep -c 'connection [0-9]* freed' "$LOGS/target.log")))
 }
 nfds() { find "/proc/$TARGET_PID/fd" -mindepth 1 -maxdepth 1 | wc -l; }
@@ -57,7 +57,7 @@ mrs() {
 }
 
 step warmup io -e hostile write 0 1M 1 || fail "first write failed"
-wait_for 60 sh -c "[ \$((\$(grep -c 'accepted, queue depth' '$LOGS/target.log') - \
+wait_for 60 sh -c "[ \$((\$(grep -cE 'accepted, queue depth|: rdma_accept' '$LOGS/target.log') - \
     \$(grep -c 'connection [0-9]* freed' '$LOGS/target.log'))) -eq 0 ]" ||
     fail "the first connection was not freed"
 base="fds $(nfds); $(mrs)"
@@ -95,7 +95,7 @@ step after-write io -e hostile write 2097152 262144 7 || fail "write after the a
 step after-read io -e hostile read 2097152 262144 7 || fail "read after the attack failed"
 ok "the target still serves"
 
-wait_for 120 sh -c "[ \$((\$(grep -c 'accepted, queue depth' '$LOGS/target.log') - \
+wait_for 120 sh -c "[ \$((\$(grep -cE 'accepted, queue depth|: rdma_accept' '$LOGS/target.log') - \
     \$(grep -c 'connection [0-9]* freed' '$LOGS/target.log'))) -eq 0 ]" ||
     fail "connections not freed: $(live) still live"
 wait_for 60 sh -c "[ \"fds \$(find /proc/$TARGET_PID/fd -mindepth 1 -maxdepth 1 | wc -l); \

@@ -49,8 +49,8 @@ step after io write 1048576 262144 9 || fail "write after the kills failed"
 step after-read io read 1048576 262144 9 || fail "read after the kills failed"
 ok "the target still serves"
 
-wait_for 120 sh -c "[ \$(grep -c freed '$LOGS/target.log') -eq \$(grep -c 'accepted, queue depth' '$LOGS/target.log') ]" ||
-    fail "connections not freed: $(freed) of $(grep -c 'accepted, queue depth' "$LOGS/target.log")"
+wait_for 120 sh -c "[ \$(grep -c freed '$LOGS/target.log') -eq \$(grep -cE 'accepted, queue depth|: rdma_accept' '$LOGS/target.log') ]" ||
+    fail "connections not freed: $(freed) of $(grep -cE 'accepted, queue depth|: rdma_accept' "$LOGS/target.log")"
 wait_for 60 sh -c "[ \$(ls /proc/$TARGET_PID/fd | wc -l) -eq $base ]" ||
     fail "fd count $(nfds), baseline $base: leak"
 ok "every connection freed, fd count back to $base"

@@ -104,7 +104,7 @@ done
 ok "two stress clients on two exports and three writers on one, through a two-buffer pool"
 
 kill -0 "$TARGET_PID" || fail "target died"
-accepted=$(grep -c 'accepted, queue depth' "$LOGS/target.log")
+accepted=$(grep -cE 'accepted, queue depth|: rdma_accept' "$LOGS/target.log")
 wait_for 60 sh -c "[ \$(grep -c 'freed' '$LOGS/target.log') -eq $accepted ]" ||
     fail "not every connection was freed"
 ok "every connection freed ($accepted)"
