@@ -1,7 +1,7 @@
 #!/bin/bash
 # Scoped exposure of initiator memory (docs/security.md): a hostile fake target
 # (tests/tools/rdmablk-mw-check) keeps the key of a completed READ and RDMA WRITEs with it
-# again after its reply. With memory windows (the default) that write must fail with a
+# again after its reply. With memory windows (mr=window) that write must fail with a
 # remote access error and leave the initiator's memory untouched, whether the reply
 # invalidated the key (SEND_WITH_INV) or the initiator did (LOCAL_INV). With mr=static the
 # same write lands: the documented risk of the static MR.
