@@ -18,6 +18,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "conn-opts.h"
 #include "pattern.h"
 #include "protocol.h"
 #include "rdmablk.h"
@@ -425,35 +426,17 @@ main(int argc, char **argv)
 	struct rb_opts o;
 	struct rb_client *c;
 	int opt, stats = 0, r;
-	uint64_t v;
 
 	rb_opts_init(&o);
 	rb_set_log(log_fn);
 	while ((opt = getopt(argc, argv, "+H:p:e:q:t:k:S:M:bsvh")) != -1) {
 		cmd = "options";
+		r = conn_opt(opt, optarg, &o);
+		if (r < 0)
+			usage();
+		if (r > 0)
+			continue;
 		switch (opt) {
-		case 'H': o.host = optarg; break;
-		case 'e': o.export_name = optarg; break;
-		case 'p':
-			if (rb_parse_uint(optarg, 1, 65535, &v) < 0)
-				usage();
-			o.port = (uint16_t)v;
-			break;
-		case 'q':
-			if (rb_parse_uint(optarg, 1, 1024, &v) < 0)
-				usage();
-			o.queue_depth = (unsigned)v;
-			break;
-		case 't':
-			if (rb_parse_uint(optarg, 1, 86400, &v) < 0)
-				usage();
-			o.timeout_s = (unsigned)v;
-			break;
-		case 'k':
-			if (rb_parse_uint(optarg, 0, 3600, &v) < 0)
-				usage();
-			o.keepalive_s = (unsigned)v;
-			break;
 		case 'S': o.secret_file = optarg; break;
 		case 'M':
 			if (strcmp(optarg, "static") == 0)

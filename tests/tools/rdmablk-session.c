@@ -19,6 +19,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "conn-opts.h"
 #include "pattern.h"
 #include "rdmablk.h"
 #include "util.h"
@@ -87,37 +88,14 @@ main(int argc, char **argv)
 	struct rb_opts o;
 	struct rb_client *c;
 	char line[256];
-	uint64_t v;
 	int opt, r;
 
 	rb_opts_init(&o);
 	rb_set_log(log_fn);
 	while ((opt = getopt(argc, argv, "H:p:e:q:t:k:h")) != -1) {
-		switch (opt) {
-		case 'H': o.host = optarg; break;
-		case 'e': o.export_name = optarg; break;
-		case 'p':
-			if (rb_parse_uint(optarg, 1, 65535, &v) < 0)
-				usage();
-			o.port = (uint16_t)v;
-			break;
-		case 'q':
-			if (rb_parse_uint(optarg, 1, 1024, &v) < 0)
-				usage();
-			o.queue_depth = (unsigned)v;
-			break;
-		case 't':
-			if (rb_parse_uint(optarg, 1, 86400, &v) < 0)
-				usage();
-			o.timeout_s = (unsigned)v;
-			break;
-		case 'k':
-			if (rb_parse_uint(optarg, 0, 3600, &v) < 0)
-				usage();
-			o.keepalive_s = (unsigned)v;
-			break;
-		default: usage();
-		}
+		/* Every option is a connection option; anything else is usage. */
+		if (conn_opt(opt, optarg, &o) <= 0)
+			usage();
 	}
 	if (optind != argc || o.host == NULL || o.export_name == NULL)
 		usage();
