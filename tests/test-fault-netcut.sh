@@ -6,12 +6,12 @@
 # the link is back it still serves.
 #
 # The cut takes down a netdev of its own (a dummy, rbcut0, 10.55.9.1, with rxe device rxecut0),
-# never d0: with rxe (seen on Debian's 6.1 kernel), once an RDMA CM message is sent while the
-# netdev is down, the device's GSI QP stops sending for good (its sq-psn freezes) and no RDMA CM
-# connection through that device works again until it is re-created, which would break every
-# later test of the suite. Reconnecting through the cut device afterwards is therefore checked
-# only where the kernel does not have that bug; the test says which case it saw. The target
-# listens on the wildcard address, so it serves rxe0 and rxecut0 at once.
+# never d0: with rxe (seen on Debian's 6.1 kernel), once an RDMA CM connect is attempted while the
+# netdev is down, no RDMA CM connection through that device works again, rping's included (its
+# GSI QP still counts sends, but nothing arrives), until the device is re-created. That would
+# break every later test of the suite. Reconnecting through the cut device afterwards is
+# therefore required only when rping can connect through it; the test says which case it saw.
+# The target listens on the wildcard address, so it serves rxe0 and rxecut0 at once.
 # shellcheck source=tests/lib.sh
 . "$(dirname "$0")/lib.sh"
 
@@ -161,17 +161,27 @@ fi
 stress=
 
 serves after-d0 "$RDMABLK_ADDR" 5 || fail "the target does not serve after the cut"
-rdma res show qp link "$CUT_RXE/1" >"$LOGS/qp-before-reconnect.log" 2>&1 || true
+# rping_ok: RDMA CM through the cut device works for rdma-core's own rping (port 7174, not ours).
+rping_ok() {
+    local srv rc=0
+    rping -s -a "$CUT_ADDR" -C 2 >/dev/null 2>&1 &
+    srv=$!
+    sleep 1
+    timeout 20 rping -c -a "$CUT_ADDR" -C 2 >"$LOGS/rping-after-cut.log" 2>&1 || rc=$?
+    kill "$srv" 2>/dev/null
+    wait "$srv" 2>/dev/null
+    return "$rc"
+}
 if serves after-cut "$CUT_ADDR" 6; then
     ok "new connections through $CUT_RXE work again"
-elif [ "${rxe_broken:-0}" = 1 ]; then
-    rdma res show qp link "$CUT_RXE/1" >"$LOGS/qp-after-reconnect.log" 2>&1 || true
-    echo "note: no new connection through $CUT_RXE after the cut; its rxe device already" \
-        "misbehaved above (a QP destroy stuck in the kernel), and RDMA CM through it stays dead" \
-        "(GSI QP: $(grep GSI "$LOGS/qp-after-reconnect.log" | grep -o 'sq-psn [0-9]*'))." \
-        "The target itself still serves (rxe0, above)"
 else
-    fail "no new connection through $CUT_RXE after the link came back"
+    # The rxe bug above, told apart from a bug of ours by an independent client: when rping
+    # cannot connect through the device either, the kernel's RDMA CM path through it is dead.
+    rping_ok && fail "no new connection through $CUT_RXE after the link came back, though rping connects"
+    echo "note: no new connection through $CUT_RXE after the cut, and rping cannot connect through" \
+        "it either: the rxe bug described at the top (a connect attempt was made during the cut)." \
+        "The target itself still serves (rxe0, above)"
+    rxe_broken=1
 fi
 step after-read-cut-data io -H "$RDMABLK_ADDR" -e disk0 read 0 1M 5 ||
     fail "data written after the cut does not read back"
