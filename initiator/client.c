@@ -39,9 +39,7 @@ rb_opts_init(struct rb_opts *o)
 	o->max_io = RB_DEFAULT_MAX_IO;
 	o->timeout_s = RB_DEFAULT_TIMEOUT_S;
 	o->keepalive_s = RB_DEFAULT_KEEPALIVE_S;
-	/* Windows are opt-in until a rebind race seen on rxe under load is
-	 * understood (docs/security.md, "Current default"). */
-	o->mr = RB_MR_STATIC;
+	o->mr = RB_MR_WINDOW;
 }
 
 static void

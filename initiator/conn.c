@@ -47,6 +47,8 @@ choose_mr_mode(struct rb_conn *conn)
 {
 	struct ibv_device_attr attr;
 	uint64_t type2 = IBV_DEVICE_MEM_WINDOW_TYPE_2A | IBV_DEVICE_MEM_WINDOW_TYPE_2B;
+	const char *env;
+	uint64_t n;
 
 	conn->use_mw = 0;
 	if (conn->cfg.mr_static)
@@ -64,6 +66,16 @@ choose_mr_mode(struct rb_conn *conn)
 		return;
 	}
 	conn->use_mw = 1;
+	rb_log(RB_LOG_DEBUG, "%s: a type-2 memory window per request (mr=window)",
+	       ibv_get_device_name(conn->id->verbs->device));
+	/* Test hook (docs/testing.md): make the device refuse every Nth
+	 * bind, to exercise recovery from a failed bind over real RDMA. */
+	env = getenv("RDMABLK_TEST_FAULT_BIND");
+	if (env != NULL && rb_parse_uint(env, 1, UINT32_MAX, &n) == 0) {
+		conn->fault_bind = (unsigned)n;
+		rb_log(RB_LOG_ERROR, "test hook: the device will refuse every "
+		       "%u-th memory window bind", conn->fault_bind);
+	}
 }
 
 /* PD, completion channel, CQ and an RC QP; the caps the provider returns
@@ -153,9 +165,10 @@ create_buffers(struct rb_conn *conn, char *errbuf)
 	return 0;
 }
 
-/* Undo whatever rb_conn_create got to, in reverse order.  The QP is
- * destroyed before any memory region is deregistered: after that no work
- * request and no target RDMA can touch our buffers. */
+/* Undo whatever rb_conn_create got to, in reverse order, except that the
+ * windows go first (rb_slots_revoke). The QP is destroyed before any
+ * memory region is deregistered: after that no work request and no target
+ * RDMA can touch our buffers. */
 static void
 conn_destroy(struct rb_conn *conn)
 {
@@ -164,6 +177,7 @@ conn_destroy(struct rb_conn *conn)
 	rb_cq_stop(conn);
 	if (conn->connected && !conn->disconnect_sent)
 		rdma_disconnect(conn->id);
+	rb_slots_revoke(conn);
 	if (conn->qp_created)
 		rdma_destroy_qp(conn->id);
 	rb_slots_destroy(conn);

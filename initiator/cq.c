@@ -45,6 +45,11 @@ rb_post_request(struct rb_conn *conn, struct rb_slot *s, const struct rb_req_inf
 	bind.bind_mw.bind_info.length = s->bind_len;
 	bind.bind_mw.bind_info.mw_access_flags = (unsigned)s->bind_access;
 	bind.next = &wr;
+	/* The test hook: name a stale current key, which the device must
+	 * refuse (rxe: IBV_WC_MW_BIND_ERR), like any failed bind. */
+	if (conn->fault_bind != 0 &&
+	    __atomic_add_fetch(&conn->binds, 1, __ATOMIC_RELAXED) % conn->fault_bind == 0)
+		s->mw->rkey = ibv_inc_rkey(s->rkey);
 	r = ibv_post_send(conn->id->qp, &bind, &bad);
 	/* Providers read mw->rkey as the window's current key (rxe checks
 	 * it against its own): once bound, that is the new key. */

@@ -137,6 +137,8 @@ struct rb_conn {
 
 	unsigned                    cm_qd;      /* granted in the CM accept */
 	int                         use_mw;     /* per-request memory windows */
+	unsigned                    fault_bind; /* test hook, see rb_post_request */
+	unsigned                    binds;      /* atomic: window binds posted */
 	struct rb_export_info       exp;        /* the HELLO_REPLY */
 
 	pthread_mutex_t             lock;       /* everything below */
@@ -183,6 +185,7 @@ int  rb_handshake_list(struct rb_conn *conn, uint64_t deadline_ns,
 
 /* slots.c: the data pool and slot table (sized from the granted depth). */
 int  rb_slots_create(struct rb_conn *conn, char *errbuf);
+void rb_slots_revoke(struct rb_conn *conn);
 void rb_slots_destroy(struct rb_conn *conn);
 /* Under conn->lock.  NULL when no credit is free. */
 struct rb_slot *rb_slot_get_locked(struct rb_conn *conn, int keepalive);

@@ -43,7 +43,7 @@ struct rb_opts {
 	int         busy_poll;     /* completion thread spins instead of sleeping */
 	const char *secret_file;   /* shared secret for an export that has one;
 				    * must not be readable by group/others */
-	int         mr;            /* RB_MR_STATIC (default, rb_opts_init) or RB_MR_WINDOW */
+	int         mr;            /* RB_MR_WINDOW (default, rb_opts_init) or RB_MR_STATIC */
 };
 
 /* How the initiator exposes its data buffers to the target (see

@@ -65,17 +65,30 @@ rb_slots_create(struct rb_conn *conn, char *errbuf)
 	return 0;
 }
 
-/* Only after the QP is destroyed. */
+/* Before the QP is destroyed: a bound type-2 window holds a reference on
+ * its QP, and rxe's QP destroy waits up to 50 s for such references (seen
+ * on 6.1: __rxe_cleanup). Deallocating a window also revokes its key. */
 void
-rb_slots_destroy(struct rb_conn *conn)
+rb_slots_revoke(struct rb_conn *conn)
 {
 	unsigned i;
 
 	for (i = 0; i < conn->nslots; i++) {
 		if (conn->slots[i].mw != NULL)
 			ibv_dealloc_mw(conn->slots[i].mw);
-		pthread_cond_destroy(&conn->slots[i].cond);
+		conn->slots[i].mw = NULL;
 	}
+}
+
+/* Only after the QP is destroyed. */
+void
+rb_slots_destroy(struct rb_conn *conn)
+{
+	unsigned i;
+
+	rb_slots_revoke(conn);
+	for (i = 0; i < conn->nslots; i++)
+		pthread_cond_destroy(&conn->slots[i].cond);
 	free(conn->slots);
 	conn->slots = NULL;
 	conn->nslots = 0;

@@ -39,7 +39,7 @@ static unsigned retry;
 static unsigned keepalive_s = RB_DEFAULT_KEEPALIVE_S;
 static int busy_poll;
 static char *secret_file;       /* absolute path, or NULL */
-static int mr_mode = RB_MR_STATIC;   /* see docs/security.md, "Current default" */
+static int mr_mode = RB_MR_WINDOW;   /* docs/security.md */
 
 struct handle {
 	struct rb_client *client;
@@ -197,7 +197,7 @@ rdmaplug_config_complete(void)
 	"secret-file=<FILE>   Shared secret for an export that has one (mode 0600);\n" \
 	"                     the target must then prove it knows it too.\n" \
 	"mr=window|static     Expose each request's buffer through a memory window bound\n" \
-	"                     for that request only, or the whole pool MR (default for now)."
+	"                     for that request only (the default), or the whole pool MR."
 
 static void
 rdmaplug_dump_plugin(void)

@@ -31,3 +31,34 @@ grep -q 'HELLO flags 0 (SEND_INV no)' "$LOGS/static.log" || fail "static: SEND_I
 grep -q 'stale write: success; initiator memory: MODIFIED' "$LOGS/static.log" ||
     fail "mr=static: unexpected result"
 ok "mr=static: the old key still writes into the pool (the documented risk)"
+
+# The real initiator against the real target: windows are the default, and a bind the device
+# refuses (forced every 150th bind by the RDMABLK_TEST_FAULT_BIND hook, docs/testing.md) costs
+# one connection, not data: the connection is torn down at once (the windows are deallocated
+# before the QP, so rxe does not wait 50 s for their references), the client reconnects and
+# resends what was never acknowledged, and every byte verifies.
+cat >"$T/target.conf" <<CONF
+[target]
+listen = $RDMABLK_ADDR
+port = 10894
+admin-socket = $T/admin.sock
+
+[export disk0]
+path = $T/disk0.img
+size = 64M
+CONF
+start_target "$T/target.conf"
+IO=$BUILD/tests/rdmablk-io
+step default "$IO" -H "$RDMABLK_ADDR" -p 10894 -e disk0 -v write 0 64K 7 ||
+    fail "a write with the default options failed"
+grep -q 'a type-2 memory window per request (mr=window)' "$LOGS/default.log" ||
+    fail "the initiator's default is not per-request memory windows"
+ok "the initiator's default is a memory window per request"
+
+RDMABLK_TEST_FAULT_BIND=150 step fault-bind timeout 200 "$IO" -H "$RDMABLK_ADDR" -p 10894 \
+    -e disk0 -t 20 -s stress 8 8 256K || fail "stress with refused binds failed"
+refused=$(grep -c 'memory window bind failed' "$LOGS/fault-bind.log")
+reconnects=$(sed -n 's/.* reconnects=\([0-9]*\).*/\1/p' "$LOGS/fault-bind.log")
+[ "$refused" -ge 2 ] || fail "only $refused refused binds: the hook did not fire"
+[ "${reconnects:-0}" -ge 2 ] || fail "$refused refused binds but ${reconnects:-no} reconnects"
+ok "$refused refused binds, $reconnects reconnects, $(grep '^ops=' "$LOGS/fault-bind.log"), all verified"
