@@ -239,6 +239,18 @@ target_key(struct parser *p, int line, const char *key, const char *val)
 			     "%zu bytes (or none)", val, sizeof(c->admin_socket) - 1);
 		else
 			snprintf(c->admin_socket, sizeof(c->admin_socket), "%s", val);
+	} else if (strcmp(key, "keepalive") == 0) {
+		if (rb_parse_uint(val, 0, CONFIG_MAX_SECONDS, &v) < 0)
+			perr(p, line, "keepalive: bad value '%s' (seconds, 0..%u; 0 disables)",
+			     val, CONFIG_MAX_SECONDS);
+		else
+			c->keepalive = (unsigned)v;
+	} else if (strcmp(key, "handshake-timeout") == 0) {
+		if (rb_parse_uint(val, 1, CONFIG_MAX_SECONDS, &v) < 0)
+			perr(p, line, "handshake-timeout: bad value '%s' (seconds, 1..%u)",
+			     val, CONFIG_MAX_SECONDS);
+		else
+			c->handshake_timeout = (unsigned)v;
 	} else if (strcmp(key, "stats") == 0) {
 		int b;
 
@@ -620,6 +632,8 @@ config_load(const char *file, int flags, config_error_fn *err, void *arg,
 	c->inline_max = CONFIG_DEFAULT_INLINE_MAX;
 	snprintf(c->admin_socket, sizeof(c->admin_socket), "%s", CONFIG_DEFAULT_ADMIN_SOCKET);
 	c->stats = 1;
+	c->keepalive = CONFIG_DEFAULT_KEEPALIVE;
+	c->handshake_timeout = CONFIG_DEFAULT_HANDSHAKE;
 
 	f = fopen(file, "re");
 	if (f == NULL) {

@@ -21,6 +21,9 @@
 #define CONFIG_MAX_THREADS         256
 #define CONFIG_BLOCK               512u
 #define CONFIG_DEFAULT_ADMIN_SOCKET "/run/rdmablk/target.sock"
+#define CONFIG_DEFAULT_KEEPALIVE   10u   /* seconds */
+#define CONFIG_DEFAULT_HANDSHAKE   15u   /* seconds */
+#define CONFIG_MAX_SECONDS         3600u
 #define CONFIG_DEFAULT_FILE        "/etc/rdmablk/rdmablk.conf"
 
 enum durability {
@@ -66,6 +69,8 @@ struct config {
 	char     admin_socket[108];          /* sun_path; "" for none */
 	int      admin_socket_set;           /* named in the file, not the default */
 	int      stats;                      /* count requests (stats = yes) */
+	unsigned keepalive;                  /* s of silence before a probe; 0: none */
+	unsigned handshake_timeout;          /* s from accept to HELLO answered */
 	struct cfg_export *exports;          /* in file order */
 	unsigned nexports;
 };

@@ -217,6 +217,9 @@ conn_create(struct target *t, struct rdma_cm_id *id, unsigned cm_qd,
 	c->id = ++t->next_conn_id;
 	c->cm_id = id;
 	c->state = CONN_ACCEPTING;
+	c->created_ns = c->alive_ns = rb_now_ns();
+	c->probe_ctx.type = WR_PROBE;
+	c->probe_ctx.obj = c;
 	rb_sockaddr_str(peer, c->peer, sizeof(c->peer));
 	memcpy(&c->peer_sa, peer, peer->sa_family == AF_INET6 ?
 	       sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in));
@@ -717,6 +720,7 @@ wr_type_name(enum wr_type type)
 	case WR_SEND: return "reply send";
 	case WR_RDMA: return "RDMA";
 	case WR_CTRL: return "control send";
+	case WR_PROBE: return "liveness probe";
 	}
 	return "?";
 }
@@ -728,6 +732,7 @@ conn_handle_wc(struct conn *c, const struct ibv_wc *wc)
 	struct wr_ctx *ctx = (struct wr_ctx *)(uintptr_t)wc->wr_id;
 	int ok = wc->status == IBV_WC_SUCCESS;
 
+	c->alive_seen |= ok;
 	if (!ok) {
 		if (wc->status == IBV_WC_WR_FLUSH_ERR) {
 			conn_close(c, "queue pair flushed");
@@ -761,6 +766,10 @@ conn_handle_wc(struct conn *c, const struct ibv_wc *wc)
 			c->ctrl_busy--;
 		if (c->state == CONN_LINGER && c->ctrl_busy == 0)
 			conn_close(c, "final control reply sent");
+		break;
+	case WR_PROBE:
+		c->sq_used--;
+		c->probe_busy = 0;
 		break;
 	}
 }
@@ -882,6 +891,7 @@ conn_kick(struct conn *c)
 	unsigned i;
 
 	if (c->state != CONN_ERROR) {
+		conn_watch(c, rb_now_ns());
 		conn_resume(c);
 		if (c->state == CONN_DRAINING && c->active == 0 && c->backlog_head == NULL &&
 		    !c->ctrl_busy)

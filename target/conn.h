@@ -38,6 +38,13 @@ struct conn {
 	char peer[64];
 	struct sockaddr_storage peer_sa;
 	uint64_t error_since_ns;
+	uint64_t created_ns;
+
+	/* liveness (watch.c): a zero-length RDMA WRITE after keepalive s of silence */
+	struct wr_ctx probe_ctx;
+	int probe_busy;
+	int alive_seen;             /* a completion succeeded since the last check */
+	uint64_t alive_ns;          /* when the peer was last known alive */
 
 	unsigned cm_qd;             /* granted in the CM accept */
 	unsigned qd;                /* granted in HELLO_REPLY */
@@ -93,6 +100,10 @@ void conn_abort(struct conn *c);
 /* After each event-loop round: resume waiting requests, free a finished
  * connection.  Returns 1 when c was destroyed. */
 int  conn_kick(struct conn *c);
+
+/* watch.c: once per event-loop round, for a connection not in error: the
+ * handshake deadline and the liveness probe. */
+void conn_watch(struct conn *c, uint64_t now_ns);
 
 /* request.c calls back into the connection for these. */
 int  conn_post_recv(struct conn *c, struct recv_buf *rb);

@@ -43,6 +43,8 @@ loop_reload(struct target *t)
 	t->cfg->inline_max = nc->inline_max;
 	t->cfg->log_level = nc->log_level;
 	t->cfg->stats = nc->stats;
+	t->cfg->keepalive = nc->keepalive;
+	t->cfg->handshake_timeout = nc->handshake_timeout;
 	if (strcmp(nc->admin_socket, t->cfg->admin_socket) != 0)
 		log_warnx("reload: admin-socket changes need a restart; still on %s",
 			  t->cfg->admin_socket[0] ? t->cfg->admin_socket : "none");

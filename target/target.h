@@ -43,6 +43,7 @@ enum wr_type {
 	WR_SEND,        /* a request's reply SEND (struct req) */
 	WR_RDMA,        /* a request's RDMA READ or WRITE (struct req) */
 	WR_CTRL,        /* a connection's control SEND (struct conn) */
+	WR_PROBE,       /* a connection's liveness probe (struct conn) */
 };
 
 struct wr_ctx {

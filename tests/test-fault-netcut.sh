@@ -2,8 +2,9 @@
 # A network cut: the netdev under an RDMA device goes down while a client does I/O on it, then
 # comes back up. The client's in-flight requests fail cleanly (an errno, no wrong data) within
 # its timeout, a client that starts during the cut fails within its timeout, the target stays
-# up and keeps serving the other device during the cut, frees the broken connection, and after
-# the link is back it still serves.
+# up and keeps serving the other device during the cut, frees the broken connections (an idle
+# one too: its liveness probe, `keepalive`, finds the peer gone), and after the link is back it
+# still serves.
 #
 # The cut takes down a netdev of its own (a dummy, rbcut0, 10.55.9.1, with rxe device rxecut0),
 # never d0: with rxe (seen on Debian's 6.1 kernel), once an RDMA CM connect is attempted while the
@@ -30,7 +31,7 @@ SLACK=40        # TCG: process start, teardown
 # in use would make `rdma link delete` block, so leave it then (it harms no other test).
 cleanup_cut() {
     local pid
-    for pid in "${stress:-}" "${TARGET_PID:-}"; do
+    for pid in "${stress:-}" "${idle:-}" "${TARGET_PID:-}"; do
         [ -n "$pid" ] && _kill_wait "$pid"
     done
     if [ -e "/sys/class/infiniband/$CUT_RXE" ]; then
@@ -58,6 +59,7 @@ cat >"$T/target.conf" <<EOF
 listen = 0.0.0.0
 max-io = 256K
 buffer-pool = 4M
+keepalive = 2
 
 [export disk0]
 path = $T/disk0.img
@@ -98,6 +100,16 @@ track_pid "$stress"
 wait_for 90 sh -c "[ \$(stat -c %b '$T/cut.img') -gt 0 ] || ! kill -0 $stress" || true
 [ "$(stat -c %b "$T/cut.img")" -gt 0 ] || fail "the stress client never wrote: $(cat "$LOGS/stress.log")"
 
+# An idle connection through the device that will be cut, whose client never probes (-k 0):
+# only the target's own liveness probe can notice that its peer is gone.
+mkfifo "$T/idle.in"
+exec 7<>"$T/idle.in"     # held open by the test: the session reads no EOF until it ends
+"$BUILD/tests/rdmablk-session" -H "$CUT_ADDR" -e cut -k 0 <&7 >"$LOGS/idle.log" 2>&1 &
+idle=$!
+track_pid "$idle"
+wait_for 60 grep -q '^ready' "$LOGS/idle.log" || fail "the idle session never connected"
+idle_peer=$(grep 'connected to export cut' "$LOGS/target.log" | tail -n 1 | cut -d: -f1-2)
+
 ip link set "$CUT_DEV" down
 cut_s=$SECONDS
 ok "link down"
@@ -126,16 +138,14 @@ grep -q '^rdmablk-io: stress: .* (E[A-Z]*)$' "$LOGS/stress.log" ||
 # The target: up, serving the other device, and rid of the broken connection.
 _gone "$TARGET_PID" && fail "the target died"
 serves during-d0 "$RDMABLK_ADDR" 4 || fail "the target did not serve rxe0 during the cut"
-# The target frees the broken connection during the cut only if it had work requests in
-# flight on it (their retries run out); an idle half-open connection is noticed only once the
-# peer's disconnect can arrive (there is no liveness probe yet: docs/durability.md, notes).
-if settle 60; then
-    ok "during the cut the target serves rxe0 and has freed the broken connection"
-else
-    echo "note: the target still holds the broken connection ($(live) live) 60 s into the cut:" \
-        "it had nothing in flight on it; checked again once the link is back"
-    ok "during the cut the target serves rxe0"
-fi
+# The target frees both broken connections during the cut: the busy one when the retries of
+# its work requests run out, the idle one when its liveness probe (a zero-length RDMA WRITE,
+# keepalive = 2) does.
+settle 90 || fail "$(live) connection(s) still held $((SECONDS - cut_s)) s into the cut"
+grep -q "^$idle_peer: liveness probe completion failed" "$LOGS/target.log" ||
+    fail "the idle connection ($idle_peer) was not closed by a failed liveness probe"
+ok "during the cut the target serves rxe0 and has freed both broken connections, the idle" \
+    "one after its liveness probe failed ($((SECONDS - cut_s)) s into the cut)"
 
 ip link set "$CUT_DEV" up
 wait_for 30 grep -q ACTIVE "$port_state" || fail "$CUT_RXE not ACTIVE after the link came back"

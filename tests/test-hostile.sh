@@ -30,6 +30,8 @@ listen = $RDMABLK_ADDR
 max-io = 256K
 buffer-pool = 4M
 queue-depth = 32
+# Scenario "silent" waits for this.
+handshake-timeout = 3
 # Below a receive buffer, so that an over-long inline WRITE is refused with EINVAL.
 inline-max = 1K
 

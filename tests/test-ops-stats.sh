@@ -20,6 +20,9 @@ admin-socket = $sock
 max-io = 256K
 threads = 2
 stats = $1
+# The sessions sit idle between steps: the target probes them (a zero-length RDMA WRITE), which
+# must neither disturb them nor count as a request.
+keepalive = 1
 
 [export disk0]
 path = $T/disk0.img
@@ -45,7 +48,7 @@ want="rdmablk-target: cannot reach the admin socket $sock: is the daemon running
 [ ! -s "$LOGS/nodaemon.out" ] || fail "--stats without a daemon printed to stdout"
 ok "--stats without a daemon: exit 1, '$want'"
 
-start_target "$T/target.conf"
+start_target "$T/target.conf" -v
 [ -S "$sock" ] || fail "no admin socket at $sock"
 [ "$(stat -c %a "$sock")" = 600 ] || fail "admin socket mode $(stat -c %a "$sock"), not 600"
 ok "admin socket $sock, mode 0600"
@@ -201,6 +204,12 @@ wait_exit 60 "$idle_pid" || rc=$?
 [ "$rc" = 0 ] || fail "idle admin clients were not dropped (exit $rc)"
 step after-idle stats || fail "--stats failed after the idle clients"
 ok "8 idle admin clients: I/O unaffected, $(grep dropped "$LOGS/idle.log")"
+probes=$(grep -c 'liveness probe posted' "$LOGS/target.log" || true)
+[ "$probes" -gt 0 ] || fail "the idle sessions were never probed (keepalive = 1)"
+if grep -q 'liveness probe completion failed' "$LOGS/target.log"; then
+    fail "a liveness probe of a live session failed"
+fi
+ok "$probes liveness probes of idle live sessions: none failed, none counted, sessions still serve"
 
 # ---- a clean exit removes the socket
 eval "exec ${SESS[1]}>&-"

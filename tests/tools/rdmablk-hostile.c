@@ -1114,6 +1114,18 @@ sc_established_disconnect(void)
 	return verdict(1, "established, then disconnected without a HELLO");
 }
 
+/* Connected, then nothing: the target must give up on the handshake
+ * (handshake-timeout) and close the connection. */
+static int
+sc_silent(void)
+{
+	struct hconn h;
+
+	if (h_connect(&h) < 0)
+		return 1;
+	return expect_closed(&h, "connected and sent nothing");
+}
+
 static int
 sc_half_hello(void)
 {
@@ -1844,6 +1856,7 @@ static const struct scenario scenarios[] = {
 	{ "connect-destroy", sc_connect_destroy },
 	{ "established-disconnect", sc_established_disconnect },
 	{ "half-hello", sc_half_hello },
+	{ "silent", sc_silent },
 	/* garbage HELLOs */
 	{ "garbage-hello", sc_garbage_hello },
 	{ "truncated-hello", sc_truncated_hello },

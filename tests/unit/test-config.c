@@ -127,6 +127,8 @@ main(void)
 		 "log-level = debug\n"
 		 "buffer-pool = 16M\n"
 		 "inline-max = 2K\n"
+		 "keepalive = 0\n"
+		 "handshake-timeout = 5\n"
 		 "\n"
 		 "[export disk0]\n"
 		 "path = %s\n"
@@ -151,6 +153,8 @@ main(void)
 	check(c->log_level == LOG_LEVEL_DEBUG, "log-level = debug");
 	check(c->buffer_pool == 16u << 20, "buffer-pool = 16M");
 	check(c->inline_max == 2048, "inline-max = 2K");
+	check(c->keepalive == 0, "keepalive = 0 (disabled)");
+	check(c->handshake_timeout == 5, "handshake-timeout = 5");
 	check(c->nexports == 2, "two exports");
 	x = config_find_export(c, "disk0");
 	check(x != NULL && x->size == 8u << 20 && !x->read_only &&
@@ -169,7 +173,9 @@ main(void)
 	c = load(text, 0, &e);
 	check(c != NULL && c->port == 10810 && c->queue_depth == 128 &&
 	      c->max_io == 1u << 20 && c->buffer_pool == 64u << 20 &&
-	      c->inline_max == 4096 && c->threads >= 1, "defaults");
+	      c->inline_max == 4096 && c->threads >= 1 &&
+	      c->keepalive == CONFIG_DEFAULT_KEEPALIVE &&
+	      c->handshake_timeout == CONFIG_DEFAULT_HANDSHAKE, "defaults");
 	config_free(c);
 
 	/* -n never creates files */
@@ -221,6 +227,10 @@ main(void)
 	expect_error("buffer-pool below max-io", text, 1, "buffer-pool");
 	snprintf(text, sizeof(text), TARGET "inline-max = 8K\n[export a]\npath = %s\n", img);
 	expect_error("inline-max above 4096", text, 3, "inline-max");
+	snprintf(text, sizeof(text), TARGET "keepalive = 2s\n[export a]\npath = %s\n", img);
+	expect_error("keepalive with a unit", text, 3, "keepalive: bad value '2s'");
+	snprintf(text, sizeof(text), TARGET "handshake-timeout = 0\n[export a]\npath = %s\n", img);
+	expect_error("handshake-timeout 0", text, 3, "handshake-timeout: bad value '0'");
 	snprintf(text, sizeof(text), TARGET "[export a]\npath = %s\nsize = 1000\n", img);
 	expect_error("size not a multiple of 512", text, 5, "multiple of 512");
 

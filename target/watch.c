@@ -1,0 +1,68 @@
+/* Connection deadlines: a handshake must finish in time, and a silent
+ * connection is probed, so that a peer that vanished without a disconnect
+ * (a cable pulled, a host powered off) is noticed and its resources freed.
+ *
+ * The probe is a signaled zero-length RDMA WRITE: it carries no data and
+ * needs no key (IBTA C9-88), consumes nothing at the initiator and produces
+ * no completion there, yet it must be acknowledged, so against a dead peer
+ * it fails once the RC retries run out, and conn_handle_wc tears the
+ * connection down. */
+#include <errno.h>
+#include <string.h>
+
+#include "conn.h"
+#include "log.h"
+
+#define NS_PER_S 1000000000ull
+
+static void
+conn_probe(struct conn *c)
+{
+	struct ibv_send_wr wr, *bad = NULL;
+	int rc;
+
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = (uintptr_t)&c->probe_ctx;
+	wr.opcode = IBV_WR_RDMA_WRITE;
+	wr.send_flags = IBV_SEND_SIGNALED;
+	c->sq_used++;
+	rc = ibv_post_send(c->qp, &wr, &bad);
+	if (rc != 0) {
+		c->sq_used--;
+		log_warnx("%s: ibv_post_send (liveness probe): %s", c->peer, strerror(rc));
+		conn_fail(c, "cannot post a liveness probe");
+		return;
+	}
+	c->probe_busy = 1;
+	log_debug("%s: silent for %u s: liveness probe posted", c->peer,
+		  c->t->cfg->keepalive);
+}
+
+void
+conn_watch(struct conn *c, uint64_t now)
+{
+	const struct config *cfg = c->t->cfg;
+
+	if (c->alive_seen) {
+		c->alive_seen = 0;
+		c->alive_ns = now;
+	}
+	switch (c->state) {
+	case CONN_ACCEPTING:
+	case CONN_HELLO:
+		if (now - c->created_ns >= cfg->handshake_timeout * NS_PER_S)
+			conn_fail(c, c->auth_pending ?
+				  "no AUTH within handshake-timeout" :
+				  "no HELLO within handshake-timeout");
+		return;
+	case CONN_READY:
+	case CONN_DRAINING:
+		break;
+	default:
+		return;
+	}
+	if (cfg->keepalive == 0 || c->probe_busy || c->sq_used >= c->sq_depth)
+		return;
+	if (now - c->alive_ns >= cfg->keepalive * NS_PER_S)
+		conn_probe(c);
+}
