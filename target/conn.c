@@ -400,24 +400,33 @@ conn_post_ctrl(struct conn *c, size_t len)
 		.length = (uint32_t)len,
 		.lkey = c->ctrl_mr->lkey,
 	};
-	struct ibv_send_wr wr, *bad = NULL;
-	int rc;
+	struct ibv_send_wr wr;
 
 	memset(&wr, 0, sizeof(wr));
 	wr.wr_id = (uintptr_t)&c->ctrl_ctx;
 	wr.opcode = IBV_WR_SEND;
-	wr.send_flags = IBV_SEND_SIGNALED;
 	wr.sg_list = &sge;
 	wr.num_sge = 1;
+	if (conn_post_own(c, &wr, "control message") == 0)
+		c->ctrl_busy++;   /* CHALLENGE and HELLO_REPLY may both be in flight */
+}
+
+int
+conn_post_own(struct conn *c, struct ibv_send_wr *wr, const char *what)
+{
+	struct ibv_send_wr *bad = NULL;
+	int rc;
+
+	wr->send_flags |= IBV_SEND_SIGNALED;
 	c->sq_used++;
-	rc = ibv_post_send(c->qp, &wr, &bad);
+	rc = ibv_post_send(c->qp, wr, &bad);
 	if (rc != 0) {
 		c->sq_used--;
-		log_warnx("%s: ibv_post_send (control): %s", c->peer, strerror(rc));
-		conn_fail(c, "cannot post a control message");
-		return;
+		log_warnx("%s: ibv_post_send (%s): %s", c->peer, what, strerror(rc));
+		conn_fail(c, "cannot post a work request");
+		return -1;
 	}
-	c->ctrl_busy++;   /* CHALLENGE and HELLO_REPLY may both be in flight */
+	return 0;
 }
 
 static void

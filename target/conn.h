@@ -105,6 +105,10 @@ int  conn_kick(struct conn *c);
  * handshake deadline and the liveness probe. */
 void conn_watch(struct conn *c, uint64_t now_ns);
 
+/* Post one signaled WR of the connection's own (not a request's), counted
+ * in the send queue; on failure the connection fails and -1 is returned. */
+int  conn_post_own(struct conn *c, struct ibv_send_wr *wr, const char *what);
+
 /* request.c calls back into the connection for these. */
 int  conn_post_recv(struct conn *c, struct recv_buf *rb);
 /* Take n send-queue slots, or queue r to be resumed when there is room. */

@@ -7,7 +7,6 @@
  * no completion there, yet it must be acknowledged, so against a dead peer
  * it fails once the RC retries run out, and conn_handle_wc tears the
  * connection down. */
-#include <errno.h>
 #include <string.h>
 
 #include "conn.h"
@@ -18,21 +17,13 @@
 static void
 conn_probe(struct conn *c)
 {
-	struct ibv_send_wr wr, *bad = NULL;
-	int rc;
+	struct ibv_send_wr wr;
 
 	memset(&wr, 0, sizeof(wr));
 	wr.wr_id = (uintptr_t)&c->probe_ctx;
 	wr.opcode = IBV_WR_RDMA_WRITE;
-	wr.send_flags = IBV_SEND_SIGNALED;
-	c->sq_used++;
-	rc = ibv_post_send(c->qp, &wr, &bad);
-	if (rc != 0) {
-		c->sq_used--;
-		log_warnx("%s: ibv_post_send (liveness probe): %s", c->peer, strerror(rc));
-		conn_fail(c, "cannot post a liveness probe");
+	if (conn_post_own(c, &wr, "liveness probe") < 0)
 		return;
-	}
 	c->probe_busy = 1;
 	log_debug("%s: silent for %u s: liveness probe posted", c->peer,
 		  c->t->cfg->keepalive);
