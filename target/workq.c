@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/ioctl.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "log.h"
@@ -124,6 +125,18 @@ job_execute(struct job *j)
 		j->result = fdatasync(j->fd) < 0 ? -errno : 0;
 		break;
 	}
+}
+
+int
+job_try_now(struct job *j)
+{
+	struct iovec iov = { .iov_base = j->buf, .iov_len = j->len };
+
+	if (j->op != JOB_READ ||
+	    preadv2(j->fd, &iov, 1, (off_t)j->off, RWF_NOWAIT) != (ssize_t)j->len)
+		return 0;    /* not all cached, past EOF, or an error: the worker decides */
+	j->result = 0;
+	return 1;
 }
 
 /* ---- worker threads ---- */

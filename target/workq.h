@@ -39,6 +39,10 @@ struct job {
 
 /* Run one job synchronously (a worker thread's body; also used by tests). */
 void job_execute(struct job *j);
+/* On the caller's thread, only if that cannot block: a READ wholly in the
+ * page cache (preadv2 RWF_NOWAIT).  1: done, j->result set; 0: hand the
+ * job to a worker. */
+int  job_try_now(struct job *j);
 
 struct workq;
 struct workq *workq_create(unsigned nthreads);

@@ -138,6 +138,30 @@ main(void)
 		check(w.job.result == 0, "a lone FLUSH completes");
 	}
 	flusher_destroy(fl);
+
+	/* The event loop's page-cache fast path for READs. */
+	{
+		static char out[8192], in[8192];
+		struct job j;
+
+		memset(out, 0x5a, sizeof(out));
+		check(pwrite(fd, out, sizeof(out), 1 << 20) == (ssize_t)sizeof(out),
+		      "pwrite for the fast path");
+		memset(&j, 0, sizeof(j));
+		j.op = JOB_READ;
+		j.fd = fd;
+		j.buf = in;
+		j.off = 1 << 20;
+		j.len = sizeof(in);
+		j.result = 1;
+		check(job_try_now(&j) == 1 && j.result == 0 &&
+		      memcmp(in, out, sizeof(in)) == 0, "a cached READ is done at once");
+		j.off = (1 << 20) + 4096;    /* runs past EOF: the worker zero-fills */
+		check(job_try_now(&j) == 0, "a READ past EOF goes to a worker");
+		j.op = JOB_WRITE;
+		j.off = 0;
+		check(job_try_now(&j) == 0, "a WRITE always goes to a worker");
+	}
 	close(fd);
 	printf("%s\n", failures ? "test-flusher: FAILED" : "test-flusher: all checks passed");
 	return failures ? 1 : 0;
