@@ -6,13 +6,17 @@
  * needs no key (IBTA C9-88), consumes nothing at the initiator and produces
  * no completion there, yet it must be acknowledged, so against a dead peer
  * it fails once the RC retries run out, and conn_handle_wc tears the
- * connection down. */
+ * connection down.  A probe that does not complete at all (seen on rxe with
+ * the netdev down) fails the connection after PROBE_DEADLINE. */
 #include <string.h>
 
 #include "conn.h"
 #include "log.h"
 
 #define NS_PER_S 1000000000ull
+/* 3 x keepalive, as the initiator waits for its NOPs, but at least 10 s:
+ * the retries of a live but slow peer (TCG) must not count as death. */
+#define PROBE_DEADLINE_S(ka) ((ka) * 3 > 10 ? (ka) * 3 : 10)
 
 static void
 conn_probe(struct conn *c)
@@ -25,6 +29,7 @@ conn_probe(struct conn *c)
 	if (conn_post_own(c, &wr, "liveness probe") < 0)
 		return;
 	c->probe_busy = 1;
+	c->probe_ns = rb_now_ns();
 	log_debug("%s: silent for %u s: liveness probe posted", c->peer,
 		  c->t->cfg->keepalive);
 }
@@ -50,6 +55,13 @@ conn_watch(struct conn *c, uint64_t now)
 	case CONN_DRAINING:
 		break;
 	default:
+		return;
+	}
+	if (c->probe_busy && cfg->keepalive != 0 &&
+	    now - c->probe_ns >= PROBE_DEADLINE_S(cfg->keepalive) * NS_PER_S) {
+		log_warnx("%s: liveness probe unanswered for %u s", c->peer,
+			  PROBE_DEADLINE_S(cfg->keepalive));
+		conn_fail(c, "peer unreachable");
 		return;
 	}
 	if (cfg->keepalive == 0 || c->probe_busy || c->sq_used >= c->sq_depth)
