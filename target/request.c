@@ -58,6 +58,14 @@ is_write_type(uint8_t op)
 	return op == RB_OP_WRITE || op == RB_OP_WRITE_ZEROES || op == RB_OP_TRIM;
 }
 
+/* A write-type request must be on stable storage before its reply. */
+static int
+req_needs_sync(const struct req *r)
+{
+	return r->c->exp->cfg->durability == DURABILITY_ALWAYS ||
+	       (r->info.flags & RB_REQ_FUA);
+}
+
 /* NEW: decode and validate.  Returns the next state. */
 static enum req_state
 req_validate(struct req *r)
@@ -172,6 +180,8 @@ req_execute(struct req *r)
 		flusher_submit(e->flusher, j);
 		return REQ_DURABILITY_WAIT;
 	}
+	if (is_write_type(r->info.opcode) && req_needs_sync(r))
+		j->sync_after = e->flusher;
 	workq_submit(c->t->workq, j);
 	return REQ_EXECUTING;
 }
@@ -188,19 +198,9 @@ req_executed(struct req *r)
 			  (unsigned long long)r->info.offset, r->info.length,
 			  strerror(-r->io_result));
 		r->status = rb_errno_to_error(-r->io_result);
-		return REQ_READY_TO_REPLY;
 	}
-	if (is_write_type(r->info.opcode) &&
-	    (e->cfg->durability == DURABILITY_ALWAYS || (r->info.flags & RB_REQ_FUA))) {
-		memset(&r->job, 0, sizeof(r->job));
-		r->job.op = JOB_SYNC;
-		r->job.fd = e->cfg->fd;
-		r->job.done = req_job_complete;
-		r->job.owner = r;
-		c->io_inflight++;
-		flusher_submit(e->flusher, &r->job);
-		return REQ_DURABILITY_WAIT;
-	}
+	/* A write that must be durable and succeeded never gets here: the
+	 * worker handed it to the flusher (sync_after). */
 	return REQ_READY_TO_REPLY;
 }
 
@@ -424,6 +424,9 @@ req_job_done(struct req *r)
 
 	c->io_inflight--;
 	r->io_result = r->job.result;
+	/* A write the worker handed on to the flusher comes back synced. */
+	if (r->state == REQ_EXECUTING && r->job.synced)
+		r->state = REQ_DURABILITY_WAIT;
 	if (r->state == REQ_EXECUTING) {
 		r->state = REQ_EXECUTED;
 	} else if (r->state == REQ_DURABILITY_WAIT) {

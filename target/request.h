@@ -17,7 +17,8 @@ enum req_state {
 	REQ_NEED_SQ_READ,           /* WRITE: buffer held, waiting for send-queue room */
 	REQ_TRANSFERRING_FROM_HOST, /* WRITE: RDMA READ of the data posted */
 	REQ_READY_TO_EXECUTE,       /* data (if any) is here: hand to a worker */
-	REQ_EXECUTING,              /* a worker runs the backing I/O */
+	REQ_EXECUTING,              /* a worker runs the backing I/O (and hands a write
+	                             * that must be durable on to the flusher) */
 	REQ_EXECUTED,               /* backing I/O returned */
 	REQ_DURABILITY_WAIT,        /* in the flusher's batch (group commit) */
 	REQ_READY_TO_REPLY,         /* status known: repost recv, post reply */

@@ -11,6 +11,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "flusher.h"
 #include "log.h"
 #include "workq.h"
 
@@ -169,7 +170,12 @@ worker_main(void *arg)
 		pthread_mutex_unlock(&wq->lock);
 		j->next = NULL;
 		job_execute(j);
-		j->done(j);
+		if (j->sync_after != NULL && j->result == 0) {
+			j->synced = 1;
+			flusher_submit(j->sync_after, j);
+		} else {
+			j->done(j);
+		}
 		pthread_mutex_lock(&wq->lock);
 	}
 	pthread_mutex_unlock(&wq->lock);

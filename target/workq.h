@@ -19,6 +19,7 @@ enum job_op {
 };
 
 struct job;
+struct flusher;
 typedef void job_done_fn(struct job *j);
 
 struct job {
@@ -33,6 +34,11 @@ struct job {
 	uint32_t len;
 	uint64_t flush_gen;        /* JOB_SYNC: the flush generation it needs */
 	int      result;           /* 0 or -errno */
+	/* A write that must be durable: when it succeeds, the worker hands it
+	 * straight to this flusher (no trip through the event loop), and the
+	 * job comes back with synced set and the fdatasync's result. */
+	struct flusher *sync_after;
+	int      synced;
 	job_done_fn *done;
 	void    *owner;
 };

@@ -3,6 +3,7 @@
  * Every wait must complete with success, and fewer fdatasync calls than
  * waits must have covered them all (batches form under concurrency).
  * No RDMA needed.  Prints one line per check; exits 0 or 1. */
+#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -136,6 +137,48 @@ main(void)
 			pthread_cond_wait(&w.cond, &w.lock);
 		pthread_mutex_unlock(&w.lock);
 		check(w.job.result == 0, "a lone FLUSH completes");
+	}
+	/* A durable write through a worker: pwrite, then straight on to the
+	 * flusher, back once with synced set; a failed write skips the sync. */
+	{
+		struct workq *wq = workq_create(1);
+		struct flusher_stats before, after;
+		static char data[4096];
+		struct waiter w;
+		int k;
+
+		check(wq != NULL, "workq created");
+		memset(data, 0x3c, sizeof(data));
+		for (k = 0; k < 2 && wq != NULL; k++) {
+			flusher_get_stats(fl, &before);
+			memset(&w, 0, sizeof(w));
+			pthread_mutex_init(&w.lock, NULL);
+			pthread_cond_init(&w.cond, NULL);
+			w.job.op = JOB_WRITE;
+			w.job.fd = k == 0 ? fd : -1;     /* the second one fails: EBADF */
+			w.job.src = data;
+			w.job.off = 0;
+			w.job.len = sizeof(data);
+			w.job.sync_after = fl;
+			w.job.done = waiter_done;
+			w.job.owner = &w;
+			workq_submit(wq, &w.job);
+			pthread_mutex_lock(&w.lock);
+			while (!w.done)
+				pthread_cond_wait(&w.cond, &w.lock);
+			pthread_mutex_unlock(&w.lock);
+			flusher_get_stats(fl, &after);
+			if (k == 0)
+				check(w.job.result == 0 && w.job.synced &&
+				      after.jobs == before.jobs + 1,
+				      "a durable write comes back synced, through the flusher");
+			else
+				check(w.job.result == -EBADF && !w.job.synced &&
+				      after.jobs == before.jobs,
+				      "a failed write comes back unsynced, without a flush");
+		}
+		if (wq != NULL)
+			workq_destroy(wq);
 	}
 	flusher_destroy(fl);
 
