@@ -43,7 +43,7 @@ struct conn {
 	/* liveness (watch.c): a zero-length RDMA WRITE after keepalive s of silence */
 	struct wr_ctx probe_ctx;
 	int probe_busy;
-	uint64_t probe_ns;          /* when the outstanding probe was posted */
+	uint64_t probe_deadline_ns; /* the outstanding probe fails the connection then */
 	int alive_seen;             /* a completion succeeded since the last check */
 	uint64_t alive_ns;          /* when the peer was last known alive */
 

@@ -153,13 +153,22 @@ req_execute(struct req *r)
 	case RB_OP_READ:
 		j->op = JOB_READ;
 		j->buf = r->buf;
-		if (job_try_now(j)) {
-			/* A page-cache hit: no round trip through a worker. */
-			c->io_inflight--;
-			r->io_result = 0;
-			if (r->start_ns != 0)
-				c->stats.reads_cached++;
-			return REQ_EXECUTED;
+		if (!e->no_nowait) {
+			int hit = job_try_now(j);
+
+			if (hit > 0) {
+				/* A page-cache hit: no round trip through a worker. */
+				c->io_inflight--;
+				r->io_result = 0;
+				if (r->start_ns != 0)
+					c->stats.reads_cached++;
+				return REQ_EXECUTED;
+			}
+			if (hit < 0) {
+				e->no_nowait = 1;
+				log_info("export %s: the file does not support RWF_NOWAIT; every "
+					 "READ goes to a worker", e->cfg->name);
+			}
 		}
 		break;
 	case RB_OP_WRITE:

@@ -66,6 +66,7 @@ struct export {
 	unsigned nconns;
 	int removed;                /* gone from the config: drain, then free */
 	int keep;                   /* scratch for exports_apply() */
+	int no_nowait;              /* its file refused RWF_NOWAIT: no page-cache fast path */
 	struct stats_io stats;      /* of its closed connections */
 };
 

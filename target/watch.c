@@ -29,7 +29,8 @@ conn_probe(struct conn *c)
 	if (conn_post_own(c, &wr, "liveness probe") < 0)
 		return;
 	c->probe_busy = 1;
-	c->probe_ns = rb_now_ns();
+	c->probe_deadline_ns = rb_now_ns() +
+		PROBE_DEADLINE_S(c->t->cfg->keepalive) * NS_PER_S;
 	log_debug("%s: silent for %u s: liveness probe posted", c->peer,
 		  c->t->cfg->keepalive);
 }
@@ -46,9 +47,11 @@ conn_watch(struct conn *c, uint64_t now)
 	switch (c->state) {
 	case CONN_ACCEPTING:
 	case CONN_HELLO:
+	case CONN_LINGER:     /* a refusal or LIST reply that never completes */
 		if (now - c->created_ns >= cfg->handshake_timeout * NS_PER_S)
-			conn_fail(c, c->auth_pending ?
-				  "no AUTH within handshake-timeout" :
+			conn_fail(c, c->state == CONN_LINGER ?
+				  "final reply not sent within handshake-timeout" :
+				  c->auth_pending ? "no AUTH within handshake-timeout" :
 				  "no HELLO within handshake-timeout");
 		return;
 	case CONN_READY:
@@ -57,10 +60,8 @@ conn_watch(struct conn *c, uint64_t now)
 	default:
 		return;
 	}
-	if (c->probe_busy && cfg->keepalive != 0 &&
-	    now - c->probe_ns >= PROBE_DEADLINE_S(cfg->keepalive) * NS_PER_S) {
-		log_warnx("%s: liveness probe unanswered for %u s", c->peer,
-			  PROBE_DEADLINE_S(cfg->keepalive));
+	if (c->probe_busy && now >= c->probe_deadline_ns) {
+		log_warnx("%s: liveness probe unanswered", c->peer);
 		conn_fail(c, "peer unreachable");
 		return;
 	}

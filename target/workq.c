@@ -132,9 +132,14 @@ int
 job_try_now(struct job *j)
 {
 	struct iovec iov = { .iov_base = j->buf, .iov_len = j->len };
+	ssize_t n;
 
-	if (j->op != JOB_READ ||
-	    preadv2(j->fd, &iov, 1, (off_t)j->off, RWF_NOWAIT) != (ssize_t)j->len)
+	if (j->op != JOB_READ)
+		return 0;
+	n = preadv2(j->fd, &iov, 1, (off_t)j->off, RWF_NOWAIT);
+	if (n < 0 && errno == EOPNOTSUPP)
+		return -1;
+	if (n != (ssize_t)j->len)
 		return 0;    /* not all cached, past EOF, or an error: the worker decides */
 	j->result = 0;
 	return 1;

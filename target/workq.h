@@ -45,9 +45,11 @@ struct job {
 
 /* Run one job synchronously (a worker thread's body; also used by tests). */
 void job_execute(struct job *j);
-/* On the caller's thread, only if that cannot block: a READ wholly in the
+/* On the caller's thread, only if that need not wait: a READ wholly in the
  * page cache (preadv2 RWF_NOWAIT).  1: done, j->result set; 0: hand the
- * job to a worker. */
+ * job to a worker; -1: the file does not support RWF_NOWAIT (EOPNOTSUPP),
+ * so do not try again.  A miss may still start readahead (as io_uring's
+ * first, non-blocking attempt does) before it returns. */
 int  job_try_now(struct job *j);
 
 struct workq;

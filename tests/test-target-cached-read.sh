@@ -38,9 +38,15 @@ max-io = 256K
 [export disk0]
 path = $T/fs/disk0.img
 size = 32M
+
+# On tmpfs, which lacks RWF_NOWAIT before Linux 6.6: the first READ finds that out and the
+# export stops trying.
+[export tmp]
+path = $T/tmp.img
+size = 4M
 CONF
 start_target "$T/target.conf"
-io() { timeout 120 "$BUILD/tests/rdmablk-io" -H "$RDMABLK_ADDR" -e disk0 -t 60 "$@"; }
+io() { timeout 120 "$BUILD/tests/rdmablk-io" -H "$RDMABLK_ADDR" -t 60 -e disk0 "$@"; }
 cached() {
     "$BUILD/rdmablk-target" --stats -c "$T/target.conf" >"$LOGS/stats.json" ||
         fail "--stats failed"
@@ -65,6 +71,18 @@ step read-warm io read 0 4M 21 || fail "warm read failed or returned wrong data"
 n2=$(cached)
 [ $((n2 - n1)) -eq 16 ] || fail "warm: $((n2 - n1)) of 16 READs served from the page cache"
 ok "warm: all 16 READs served from the page cache on the event loop, data verified"
+
+step tmp-write io -e tmp write 0 1M 22 || fail "write to the tmpfs export failed"
+for i in 1 2 3; do
+    step tmp-read-$i io -e tmp read 0 1M 22 || fail "read $i from the tmpfs export failed"
+done
+n=$(grep -c 'export tmp: the file does not support RWF_NOWAIT' "$LOGS/target.log" || true)
+[ "$n" -le 1 ] || fail "the tmpfs export tried RWF_NOWAIT again after EOPNOTSUPP ($n times)"
+if [ "$n" = 1 ]; then
+    ok "tmpfs: RWF_NOWAIT unsupported, said once; every READ went to a worker and verified"
+else
+    ok "tmpfs: RWF_NOWAIT supported by this kernel; READs verified"
+fi
 
 kill -TERM "$TARGET_PID"
 rc=0

@@ -186,6 +186,7 @@ main(void)
 	{
 		static char out[8192], in[8192];
 		struct job j;
+		int hit;
 
 		memset(out, 0x5a, sizeof(out));
 		check(pwrite(fd, out, sizeof(out), 1 << 20) == (ssize_t)sizeof(out),
@@ -197,10 +198,16 @@ main(void)
 		j.off = 1 << 20;
 		j.len = sizeof(in);
 		j.result = 1;
-		check(job_try_now(&j) == 1 && j.result == 0 &&
-		      memcmp(in, out, sizeof(in)) == 0, "a cached READ is done at once");
-		j.off = (1 << 20) + 4096;    /* runs past EOF: the worker zero-fills */
-		check(job_try_now(&j) == 0, "a READ past EOF goes to a worker");
+		hit = job_try_now(&j);
+		if (hit < 0) {
+			/* This filesystem lacks RWF_NOWAIT (e.g. tmpfs before 6.6). */
+			check(errno == EOPNOTSUPP, "RWF_NOWAIT unsupported here: said so (-1)");
+		} else {
+			check(hit == 1 && j.result == 0 && memcmp(in, out, sizeof(in)) == 0,
+			      "a cached READ is done at once");
+			j.off = (1 << 20) + 4096;    /* runs past EOF: the worker zero-fills */
+			check(job_try_now(&j) == 0, "a READ past EOF goes to a worker");
+		}
 		j.op = JOB_WRITE;
 		j.off = 0;
 		check(job_try_now(&j) == 0, "a WRITE always goes to a worker");
