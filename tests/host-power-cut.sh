@@ -44,7 +44,8 @@ for i in $(seq "$cuts"); do
 	tr -d '\r' <"$work/check$i.log" | grep -E '^(HAVE|TORN) ' >"$work/have$i" || true
 	if [ "$rc" -ne 0 ] || grep -q '^TORN' "$work/have$i"; then
 		echo "FAIL: power-cut $i: the check boot failed (exit $rc) or found garbage"
-		grep '^TORN' "$work/have$i" | head; tail -n 40 "$work/check$i.log"; fails=$((fails + 1)); continue
+		grep '^TORN' "$work/have$i" | head || true
+		tail -n 40 "$work/check$i.log"; fails=$((fails + 1)); continue
 	fi
 	lost=$(awk 'NR == FNR { have[$2] = $3; next } !($1 in have) || have[$1] < $2 { print "block " $1 ": acknowledged generation " $2 ", found " (($1 in have) ? have[$1] : "nothing") }' \
 		"$work/have$i" "$work/acked$i")

@@ -268,10 +268,19 @@ start_nbdkit() {
 
 # Under `make check SANITIZE=1` the plugin is built with ASan, and nbdkit (not built with it)
 # can only load it when the ASan runtime comes first: preload it for nbdkit alone. Leak checks
-# stay on in rdmablk-target and the test tools, which are linked with ASan themselves.
+# stay on in rdmablk-target and the test tools, which are linked with ASan themselves. A
+# wrapper first in PATH (not a shell function) so that `timeout nbdkit ...` gets it too; it
+# takes itself out of PATH before it execs the real nbdkit.
 if [ "${RDMABLK_SANITIZE:-0}" = 1 ]; then
-    _asan_rt=$(gcc -print-file-name=libasan.so)
-    nbdkit() {
-        LD_PRELOAD=$_asan_rt ASAN_OPTIONS=${NBDKIT_ASAN_OPTIONS:-detect_leaks=0} command nbdkit "$@"
-    }
+    mkdir -p "$T/sanbin"
+    cat >"$T/sanbin/nbdkit" <<SHIM
+#!/bin/sh
+PATH=\$(echo "\$PATH" | sed 's|^$T/sanbin:||')
+export PATH
+LD_PRELOAD=$(gcc -print-file-name=libasan.so) \\
+ASAN_OPTIONS=\${NBDKIT_ASAN_OPTIONS:-detect_leaks=0} exec nbdkit "\$@"
+SHIM
+    chmod +x "$T/sanbin/nbdkit"
+    PATH=$T/sanbin:$PATH
+    export PATH
 fi

@@ -82,11 +82,11 @@ do_write(struct rb_client *c, uint64_t blocks, uint64_t seed, int fua)
 
 	if (gen == NULL || buf == NULL) {
 		fprintf(stderr, "rdmablk-durable: out of memory\n");
-		return 1;
+		goto out_free;
 	}
 	if (!fua && !(rb_client_export(c)->flags & RB_EXP_DURABLE_ALL)) {
 		fprintf(stderr, "rdmablk-durable: export is not durability = always; use -F\n");
-		return 1;
+		goto out_free;
 	}
 	printf("START %" PRIu64 " %" PRIu64 "\n", blocks, seed);
 	fflush(stdout);
@@ -100,12 +100,16 @@ do_write(struct rb_client *c, uint64_t blocks, uint64_t seed, int fua)
 		if (r < 0) {
 			fprintf(stderr, "rdmablk-durable: write block %" PRIu64 ": %s\n",
 				b, strerror(-r));
-			return 1;
+			goto out_free;
 		}
 		gen[b]++;
 		printf("ACK %" PRIu64 " %" PRIu64 "\n", b, gen[b]);
 		fflush(stdout);
 	}
+out_free:
+	free(buf);
+	free(gen);
+	return 1;
 }
 
 static int
@@ -123,6 +127,7 @@ do_check(struct rb_client *c, uint64_t blocks, uint64_t seed)
 		if (r < 0) {
 			fprintf(stderr, "rdmablk-durable: read block %" PRIu64 ": %s\n",
 				b, strerror(-r));
+			free(buf);
 			return 1;
 		}
 		for (unsigned s = 0; s < BLOCK / SECTOR; s++) {
@@ -144,6 +149,7 @@ do_check(struct rb_client *c, uint64_t blocks, uint64_t seed)
 		printf("HAVE %" PRIu64 " %lld\n", b, g0);
 	}
 	fflush(stdout);
+	free(buf);
 	return bad;
 }
 
