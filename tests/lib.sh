@@ -239,6 +239,17 @@ start_target() {
     _wait_started "$name" "$TARGET_PID" "$T/$name.pid"
 }
 
+# stop_target [SECS]: SIGTERM the target started last; it must exit 0 within SECS (default
+# 120) with no sanitizer report in its log. Clears TARGET_PID.
+stop_target() {
+    local rc=0 name=${TARGET_NAME:-target}
+    kill -TERM "$TARGET_PID"
+    wait_exit "${1:-120}" "$TARGET_PID" || rc=$?
+    [ "$rc" = 0 ] || fail "target exited with $rc on SIGTERM"
+    if grep -q 'Sanitizer\|runtime error' "$LOGS/$name.log"; then fail "sanitizer report"; fi
+    TARGET_PID=
+}
+
 # start_nbdkit [NBDKIT-OPTIONS...] [PLUGIN-ARGS...]: serve $NBDKIT_PLUGIN (default the rdma
 # plugin, $BUILD/nbdkit-rdma-plugin.so) on the Unix socket $NBD_SOCK. Leading arguments that
 # start with '-' (e.g. --filter=delay, -r) go to nbdkit before the plugin; the rest

@@ -84,9 +84,5 @@ else
     ok "tmpfs: RWF_NOWAIT supported by this kernel; READs verified"
 fi
 
-kill -TERM "$TARGET_PID"
-rc=0
-wait_exit 60 "$TARGET_PID" || rc=$?
-[ "$rc" = 0 ] || fail "target exited with $rc on SIGTERM"
-TARGET_PID=
+stop_target 60
 ok "target exits cleanly"
