@@ -153,9 +153,5 @@ step enospc-recover io -e full write 0 1M 9 || fail "write after freeing space f
 step enospc-recover-read io -e full read 0 1M 9 || fail "read after freeing space failed"
 ok "after a TRIM freed space, the full export takes writes again"
 
-kill -TERM "$TARGET_PID"
-rc=0
-wait_exit 120 "$TARGET_PID" || rc=$?
-[ "$rc" = 0 ] || fail "target exited with $rc on SIGTERM"
-if grep -q 'Sanitizer\|runtime error' "$LOGS/target.log"; then fail "sanitizer report"; fi
+stop_target
 ok "the target stayed up throughout and exits cleanly"

@@ -149,9 +149,5 @@ if grep -q 'buffers in use\|requests still active\|never flushed' "$LOGS/target.
     fail "the target reports leaked buffers or requests"
 fi
 
-kill -TERM "$TARGET_PID"
-rc=0
-wait_exit 120 "$TARGET_PID" || rc=$?
-[ "$rc" = 0 ] || fail "target exited with $rc on SIGTERM"
-if grep -q 'Sanitizer\|runtime error' "$LOGS/target.log"; then fail "sanitizer report"; fi
+stop_target
 ok "target exits cleanly"

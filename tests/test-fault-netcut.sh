@@ -206,9 +206,5 @@ else
     fail "connections not freed at the end ($(live) live), fd count $(nfds), baseline $base"
 fi
 
-kill -TERM "$TARGET_PID"
-rc=0
-wait_exit 120 "$TARGET_PID" || rc=$?
-[ "$rc" = 0 ] || fail "target exited with $rc on SIGTERM"
-if grep -q 'Sanitizer\|runtime error' "$LOGS/target.log"; then fail "sanitizer report"; fi
+stop_target
 ok "target exits cleanly"

@@ -216,11 +216,7 @@ eval "exec ${SESS[1]}>&-"
 exec 7>&-
 wait_exit 60 "$sess_pid" || fail "rdmablk-session (disk0) did not exit at EOF"
 wait_exit 60 "$d1_pid" || fail "rdmablk-session (d1) did not exit at EOF"
-kill -TERM "$TARGET_PID"
-rc=0
-wait_exit 120 "$TARGET_PID" || rc=$?
-[ "$rc" = 0 ] || fail "target exited with $rc on SIGTERM"
-if grep -q 'Sanitizer\|runtime error' "$LOGS/target.log"; then fail "sanitizer report"; fi
+stop_target
 [ ! -e "$sock" ] || fail "admin socket left behind after exit"
 mv "$LOGS/target.log" "$LOGS/target-1.log"
 ok "clean exit removes the admin socket"
@@ -251,9 +247,5 @@ sys.exit(0 if t["writes"] == 1 and t["bytes_written"] == 4096 else 1)' "$T/on.js
     fail "stats = yes after SIGHUP: the write was not counted"
 ok "stats = no counts no requests; SIGHUP with stats = yes counts again"
 
-kill -TERM "$TARGET_PID"
-rc=0
-wait_exit 120 "$TARGET_PID" || rc=$?
-[ "$rc" = 0 ] || fail "target exited with $rc on SIGTERM"
-if grep -q 'Sanitizer\|runtime error' "$LOGS"/target.log; then fail "sanitizer report"; fi
+stop_target
 ok "target exits cleanly"

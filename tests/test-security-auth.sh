@@ -139,9 +139,5 @@ wait_exit 60 "$one_pid" || fail "holder session did not exit"
 wait_for 60 io -e one info || fail "export 'one' still refused after the holder closed"
 ok "max-connections = 1: the extra connection gets EBUSY, and succeeds after the first closes"
 
-kill -TERM "$TARGET_PID"
-rc=0
-wait_exit 120 "$TARGET_PID" || rc=$?
-[ "$rc" = 0 ] || fail "target exited with $rc on SIGTERM"
-if grep -q 'Sanitizer\|runtime error' "$LOGS/target.log"; then fail "sanitizer report"; fi
+stop_target
 ok "target exits cleanly"

@@ -54,9 +54,5 @@ ok "no export allows us: RDMA CM connection rejected with EACCES"
 step open-again io -e open read 0 4096 3 || fail "allowed export broken afterwards"
 
 # A clean exit: status 0 (LeakSanitizer and ASan make it non-zero), nothing reported.
-kill -TERM "$TARGET_PID"
-rc=0
-wait_exit 120 "$TARGET_PID" || rc=$?
-[ "$rc" = 0 ] || fail "target exited with $rc on SIGTERM"
-if grep -q 'Sanitizer\|runtime error' "$LOGS/target.log"; then fail "sanitizer report"; fi
+stop_target
 ok "target exits cleanly"

@@ -59,9 +59,5 @@ if grep -q 'buffers in use\|requests still active' "$LOGS/target.log"; then
 fi
 
 # A clean exit: status 0 (LeakSanitizer and ASan make it non-zero), nothing reported.
-kill -TERM "$TARGET_PID"
-rc=0
-wait_exit 120 "$TARGET_PID" || rc=$?
-[ "$rc" = 0 ] || fail "target exited with $rc on SIGTERM"
-if grep -q 'Sanitizer\|runtime error' "$LOGS/target.log"; then fail "sanitizer report"; fi
+stop_target
 ok "target exits cleanly"

@@ -110,9 +110,5 @@ wait_for 60 sh -c "[ \$(grep -c 'freed' '$LOGS/target.log') -eq $accepted ]" ||
 ok "every connection freed ($accepted)"
 
 # A clean exit: status 0 (LeakSanitizer and ASan make it non-zero), nothing reported.
-kill -TERM "$TARGET_PID"
-rc=0
-wait_exit 120 "$TARGET_PID" || rc=$?
-[ "$rc" = 0 ] || fail "target exited with $rc on SIGTERM"
-if grep -q 'Sanitizer\|runtime error' "$LOGS/target.log"; then fail "sanitizer report"; fi
+stop_target
 ok "target exits cleanly"

@@ -38,9 +38,5 @@ ok "WRITE, TRIM, WRITE_ZEROES, FLUSH refused with EPERM; file unchanged"
 kill -0 "$TARGET_PID" || fail "target died"
 
 # A clean exit: status 0 (LeakSanitizer and ASan make it non-zero), nothing reported.
-kill -TERM "$TARGET_PID"
-rc=0
-wait_exit 120 "$TARGET_PID" || rc=$?
-[ "$rc" = 0 ] || fail "target exited with $rc on SIGTERM"
-if grep -q 'Sanitizer\|runtime error' "$LOGS/target.log"; then fail "sanitizer report"; fi
+stop_target
 ok "target exits cleanly"

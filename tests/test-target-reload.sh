@@ -67,9 +67,5 @@ step port-kept io -e disk1 read 0 4096 2 || fail "port change broke the listener
 ok "port change logged as needing a restart"
 
 # A clean exit: status 0 (LeakSanitizer and ASan make it non-zero), nothing reported.
-kill -TERM "$TARGET_PID"
-rc=0
-wait_exit 120 "$TARGET_PID" || rc=$?
-[ "$rc" = 0 ] || fail "target exited with $rc on SIGTERM"
-if grep -q 'Sanitizer\|runtime error' "$LOGS/target.log"; then fail "sanitizer report"; fi
+stop_target
 ok "target exits cleanly"

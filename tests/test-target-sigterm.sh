@@ -38,10 +38,7 @@ for w in 0 1 2 3; do
 done
 wait_for 120 sh -c "cat $T/acked.* 2>/dev/null | wc -l | awk '{ exit !(\$1 >= 8) }'" ||
     fail "writers made no progress"
-kill -TERM "$TARGET_PID"
-rc=0
-wait_exit 120 "$TARGET_PID" || rc=$?
-[ "$rc" = 0 ] || fail "target exited with $rc after SIGTERM"
+stop_target
 [ ! -e "$T/target.pid" ] || fail "pidfile left behind"
 grep -q 'stopping' "$LOGS/target.log" || fail "no shutdown message"
 ok "SIGTERM: exit 0, pidfile removed"
