@@ -900,7 +900,6 @@ conn_kick(struct conn *c)
 	unsigned i;
 
 	if (c->state != CONN_ERROR) {
-		conn_watch(c, rb_now_ns());
 		conn_resume(c);
 		if (c->state == CONN_DRAINING && c->active == 0 && c->backlog_head == NULL &&
 		    !c->ctrl_busy)

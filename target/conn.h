@@ -102,8 +102,8 @@ void conn_abort(struct conn *c);
  * connection.  Returns 1 when c was destroyed. */
 int  conn_kick(struct conn *c);
 
-/* watch.c: once per event-loop round, for a connection not in error: the
- * handshake deadline and the liveness probe. */
+/* watch.c: about once a second (loop.c), for a connection not in error:
+ * the handshake deadline and the liveness probe. */
 void conn_watch(struct conn *c, uint64_t now_ns);
 
 /* Post one signaled WR of the connection's own (not a request's), counted

@@ -104,9 +104,17 @@ loop_kick_all(struct target *t)
 {
 	struct device *d;
 	struct conn *c, *next;
+	uint64_t now = rb_now_ns();
 
 	for (d = t->devices; d != NULL; d = d->next)
 		pool_service(d->pool);
+	/* Deadlines have one-second granularity: not on every round. */
+	if (now >= t->next_watch_ns) {
+		t->next_watch_ns = now + (uint64_t)LOOP_TICK_MS * 1000000u;
+		for (c = t->conns; c != NULL; c = c->next)
+			if (c->state != CONN_ERROR)
+				conn_watch(c, now);
+	}
 	for (c = t->conns; c != NULL; c = next) {
 		next = c->next;
 		conn_kick(c);

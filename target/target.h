@@ -89,6 +89,7 @@ struct target {
 	struct compq *compq;
 	int shutting_down;
 	uint64_t next_conn_id;
+	uint64_t next_watch_ns;     /* connection deadlines are checked once a second */
 	struct stats_target stats;
 	struct admin *admin;        /* NULL: no admin socket */
 };
