@@ -134,6 +134,25 @@ req_post_rdma_read(struct req *r)
 	return REQ_TRANSFERRING_FROM_HOST;
 }
 
+/* 1 when r's READ was wholly in the page cache and is done, on this thread.
+ * An export whose file refuses RWF_NOWAIT stops trying (said once). */
+static int
+req_read_cached(struct req *r)
+{
+	struct export *e = r->c->exp;
+	int hit;
+
+	if (e->no_nowait)
+		return 0;
+	hit = job_try_now(&r->job);
+	if (hit < 0) {
+		e->no_nowait = 1;
+		log_info("export %s: the file does not support RWF_NOWAIT; every "
+			 "READ goes to a worker", e->cfg->name);
+	}
+	return hit > 0;
+}
+
 static enum req_state
 req_execute(struct req *r)
 {
@@ -153,22 +172,13 @@ req_execute(struct req *r)
 	case RB_OP_READ:
 		j->op = JOB_READ;
 		j->buf = r->buf;
-		if (!e->no_nowait) {
-			int hit = job_try_now(j);
-
-			if (hit > 0) {
-				/* A page-cache hit: no round trip through a worker. */
-				c->io_inflight--;
-				r->io_result = 0;
-				if (r->start_ns != 0)
-					c->stats.reads_cached++;
-				return REQ_EXECUTED;
-			}
-			if (hit < 0) {
-				e->no_nowait = 1;
-				log_info("export %s: the file does not support RWF_NOWAIT; every "
-					 "READ goes to a worker", e->cfg->name);
-			}
+		if (req_read_cached(r)) {
+			/* A page-cache hit: no round trip through a worker. */
+			c->io_inflight--;
+			r->io_result = 0;
+			if (r->start_ns != 0)
+				c->stats.reads_cached++;
+			return REQ_EXECUTED;
 		}
 		break;
 	case RB_OP_WRITE:
