@@ -5,11 +5,17 @@
 #   make demo            the main job, end to end
 #   make bench           performance side by side (QUICK=1 for a short run)
 #   make SANITIZE=1 ...  the same with ASan and UBSan, built into build-san/
+#   make check SANITIZE=thread
+#                        ThreadSanitizer, built into build-tsan/: unit tests and the
+#                        integration tests whose threads are ours (see docs/testing.md)
 
 SANITIZE ?= 0
 ifeq ($(SANITIZE),1)
 BUILD ?= build-san
 SANFLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+else ifeq ($(SANITIZE),thread)
+BUILD ?= build-tsan
+SANFLAGS := -fsanitize=thread -fno-omit-frame-pointer
 else
 BUILD ?= build
 SANFLAGS :=
@@ -82,11 +88,20 @@ export RDMABLK_BUILD := $(abspath $(BUILD))
 export RDMABLK_SANITIZE := $(SANITIZE)
 
 # The hostile-initiator test runs the target built with ASan/UBSan, so check builds both.
+# With SANITIZE=thread only the ThreadSanitizer build and its subset (TSAN_TESTS) run.
+TSAN_TESTS ?= tests/test-initiator-io.sh tests/test-target-io.sh tests/test-plugin-reconnect.sh
+ifeq ($(SANITIZE),thread)
+check:
+	scripts/install-deps
+	$(MAKE) all
+	INTEGRATION_TESTS="$(TSAN_TESTS)" tests/run-check
+else
 check:
 	scripts/install-deps
 	$(MAKE) all
 	$(MAKE) all SANITIZE=1
 	tests/run-check
+endif
 
 check-unit: all
 	tests/run-check --unit-only
@@ -125,6 +140,6 @@ install: $(TARGET_BIN) $(PLUGIN)
 	done
 
 clean:
-	rm -rf build build-san
+	rm -rf build build-san build-tsan
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -282,14 +282,19 @@ start_nbdkit() {
 # stay on in rdmablk-target and the test tools, which are linked with ASan themselves. A
 # wrapper first in PATH (not a shell function) so that `timeout nbdkit ...` gets it too; it
 # takes itself out of PATH before it execs the real nbdkit.
-if [ "${RDMABLK_SANITIZE:-0}" = 1 ]; then
+# Under SANITIZE=thread the same, with the TSan runtime.
+case ${RDMABLK_SANITIZE:-0} in
+1) san_preload="LD_PRELOAD=$(gcc -print-file-name=libasan.so) ASAN_OPTIONS=\${NBDKIT_ASAN_OPTIONS:-detect_leaks=0}" ;;
+thread) san_preload="LD_PRELOAD=$(gcc -print-file-name=libtsan.so)" ;;
+*) san_preload= ;;
+esac
+if [ -n "$san_preload" ]; then
     mkdir -p "$T/sanbin"
     cat >"$T/sanbin/nbdkit" <<SHIM
 #!/bin/sh
 PATH=\$(echo "\$PATH" | sed 's|^$T/sanbin:||')
 export PATH
-LD_PRELOAD=$(gcc -print-file-name=libasan.so) \\
-ASAN_OPTIONS=\${NBDKIT_ASAN_OPTIONS:-detect_leaks=0} exec nbdkit "\$@"
+$san_preload exec nbdkit "\$@"
 SHIM
     chmod +x "$T/sanbin/nbdkit"
     PATH=$T/sanbin:$PATH
