@@ -3,6 +3,8 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 
 #include "internal.h"
 #include "util.h"
@@ -98,16 +100,20 @@ create_qp(struct rb_conn *conn, char *errbuf)
 		rb_seterr(errbuf, "ibv_create_comp_channel: %s", strerror(errno));
 		return -EIO;
 	}
-	conn->cq = ibv_create_cq(conn->id->verbs, (int)(want_send + want_recv),
-				 conn, conn->comp_ch, 0);
-	if (conn->cq == NULL) {
-		rb_seterr(errbuf, "ibv_create_cq %u entries: %s",
-			  want_send + want_recv, strerror(errno));
+	/* Every send-side WR can complete with an error (even an unsignaled
+	 * BIND), so the send CQ holds the whole send queue. */
+	conn->send_cq = ibv_create_cq(conn->id->verbs, (int)want_send, conn,
+				      conn->comp_ch, 0);
+	conn->recv_cq = conn->send_cq == NULL ? NULL :
+		ibv_create_cq(conn->id->verbs, (int)want_recv, conn, conn->comp_ch, 0);
+	if (conn->send_cq == NULL || conn->recv_cq == NULL) {
+		rb_seterr(errbuf, "ibv_create_cq %u + %u entries: %s",
+			  want_send, want_recv, strerror(errno));
 		return -EIO;
 	}
 	memset(&attr, 0, sizeof(attr));
-	attr.send_cq = conn->cq;
-	attr.recv_cq = conn->cq;
+	attr.send_cq = conn->send_cq;
+	attr.recv_cq = conn->recv_cq;
 	attr.qp_type = IBV_QPT_RC;
 	attr.sq_sig_all = 0;
 	attr.cap.max_send_wr = want_send;
@@ -174,7 +180,7 @@ conn_destroy(struct rb_conn *conn)
 {
 	uint64_t t0 = rb_now_ns();
 
-	rb_cq_stop(conn);
+	rb_timer_stop(conn);
 	if (conn->connected && !conn->disconnect_sent)
 		rdma_disconnect(conn->id);
 	rb_slots_revoke(conn);
@@ -184,8 +190,10 @@ conn_destroy(struct rb_conn *conn)
 	rb_region_destroy(&conn->send);
 	rb_region_destroy(&conn->recv);
 	free(conn->recv_ctx);
-	if (conn->cq != NULL)
-		ibv_destroy_cq(conn->cq);
+	if (conn->recv_cq != NULL)
+		ibv_destroy_cq(conn->recv_cq);
+	if (conn->send_cq != NULL)
+		ibv_destroy_cq(conn->send_cq);
 	if (conn->comp_ch != NULL)
 		ibv_destroy_comp_channel(conn->comp_ch);
 	if (conn->pd != NULL)
@@ -194,6 +202,8 @@ conn_destroy(struct rb_conn *conn)
 		rdma_destroy_id(conn->id);
 	if (conn->cm_ch != NULL)
 		rdma_destroy_event_channel(conn->cm_ch);
+	if (conn->wake_fd >= 0)
+		close(conn->wake_fd);
 	pthread_cond_destroy(&conn->slot_cond);
 	pthread_mutex_destroy(&conn->lock);
 	free(conn);
@@ -219,6 +229,7 @@ rb_conn_create(const struct rb_conn_cfg *cfg, int list_only, uint64_t deadline_n
 	conn->refs = 1;
 	conn->free_head = -1;
 	conn->stop_fd = -1;
+	conn->leader = -1;
 	conn->nrecv = cfg->queue_depth + 1;
 	conn->nsend_bufs = cfg->queue_depth + 1;
 	pthread_mutex_init(&conn->lock, NULL);
@@ -227,6 +238,12 @@ rb_conn_create(const struct rb_conn_cfg *cfg, int list_only, uint64_t deadline_n
 	pthread_cond_init(&conn->slot_cond, &ca);
 	pthread_condattr_destroy(&ca);
 
+	conn->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (conn->wake_fd < 0) {
+		r = -errno;
+		rb_seterr(errbuf, "eventfd: %s", strerror(errno));
+		goto out_destroy;
+	}
 	if (rb_sockaddr_parse(cfg->host, cfg->port, &conn->dst, &conn->dst_len) < 0) {
 		rb_seterr(errbuf, "%s: not a numeric IPv4 or IPv6 address", cfg->host);
 		r = -EINVAL;
@@ -271,7 +288,7 @@ rb_conn_create(const struct rb_conn_cfg *cfg, int list_only, uint64_t deadline_n
 		r = rb_slots_create(conn, errbuf);
 		if (r < 0)
 			goto out_destroy;
-		r = rb_cq_start(conn, errbuf);
+		r = rb_timer_start(conn, errbuf);
 		if (r < 0)
 			goto out_destroy;
 	}
@@ -291,7 +308,7 @@ rb_conn_ref(struct rb_conn *conn)
 	pthread_mutex_unlock(&conn->lock);
 }
 
-/* The last reference destroys; the completion thread never holds one. */
+/* The last reference destroys; the housekeeping thread never holds one. */
 void
 rb_conn_unref(struct rb_conn *conn)
 {
@@ -307,6 +324,7 @@ rb_conn_unref(struct rb_conn *conn)
 void
 rb_conn_mark_dead_locked(struct rb_conn *conn, const char *why)
 {
+	uint64_t one = 1;
 	unsigned i;
 
 	if (conn->dead)
@@ -317,4 +335,6 @@ rb_conn_mark_dead_locked(struct rb_conn *conn, const char *why)
 	for (i = 0; i < conn->nslots; i++)
 		pthread_cond_broadcast(&conn->slots[i].cond);
 	pthread_cond_broadcast(&conn->slot_cond);
+	if (conn->leader >= 0 && write(conn->wake_fd, &one, sizeof(one)) < 0)
+		rb_log(RB_LOG_DEBUG, "wake the leader: %s", strerror(errno));
 }

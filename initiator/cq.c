@@ -1,10 +1,9 @@
-/* The completion thread: sleeps on the CQ's completion channel (or spins in
- * busy-poll mode), completes slots, reposts receives, sends keepalive NOPs
- * and notices dead connections. */
+/* Posting request SENDs and reaping the two CQs.  There is no completion
+ * thread: whoever drains (the waiting leader, a thread short of a slot, or
+ * the housekeeping thread when nobody waits) completes every slot it finds
+ * and wakes the owners after unlocking. */
 #include <errno.h>
-#include <poll.h>
 #include <string.h>
-#include <sys/eventfd.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -12,6 +11,14 @@
 
 #define CQ_BATCH 16
 
+/* Owners to wake once the lock is dropped (signalling under the lock makes
+ * the woken thread block on the mutex straight away). */
+struct wake {
+	struct rb_slot *cond[2 * CQ_BATCH];
+	unsigned        n;
+	int             leader;     /* write wake_fd: the leader's slot is DONE */
+	int             slot_cond;  /* a slot went back to the free list */
+};
 int
 rb_post_request(struct rb_conn *conn, struct rb_slot *s, const struct rb_req_info *ri)
 {
@@ -59,44 +66,75 @@ rb_post_request(struct rb_conn *conn, struct rb_slot *s, const struct rb_req_inf
 }
 
 /* The reply did not invalidate the request's window: do it ourselves.
- * The slot is DONE only once this completes. */
+ * The slot is DONE only once this completes; while it is pending the
+ * leader arms the send CQ too. */
 static int
 post_local_inv(struct rb_conn *conn, struct rb_slot *s)
 {
 	struct ibv_send_wr wr, *bad;
+	int r;
 
 	memset(&wr, 0, sizeof(wr));
 	wr.wr_id = (uintptr_t)&s->inv_ctx;
 	wr.opcode = IBV_WR_LOCAL_INV;
 	wr.send_flags = IBV_SEND_SIGNALED;
 	wr.invalidate_rkey = s->rkey;
-	s->inv_posted = 1;
-	return -ibv_post_send(conn->id->qp, &wr, &bad);
+	r = ibv_post_send(conn->id->qp, &wr, &bad);
+	if (r == 0) {
+		s->inv_posted = 1;
+		__atomic_add_fetch(&conn->inv_pending, 1, __ATOMIC_RELEASE);
+	}
+	return -r;
 }
 
-/* A slot is done when its SEND completed (send buffer free) and its reply
- * arrived (the target is finished with the data buffer). */
 static void
-slot_progress_locked(struct rb_conn *conn, struct rb_slot *s)
+wake_owner_locked(struct rb_conn *conn, struct rb_slot *s,
+		  const struct rb_slot *self, struct wake *w)
 {
-	if (!s->send_done || !s->replied || s->mw_live)
+	if (s == self)
 		return;
-	s->state = RB_SLOT_DONE;
-	if (s->waiter) {
+	if (conn->leader == (int)s->ctx.index)
+		w->leader = 1;          /* asleep in poll(), not on its cond */
+	else if (w->n < sizeof(w->cond) / sizeof(w->cond[0]))
+		w->cond[w->n++] = s;
+	else
 		pthread_cond_signal(&s->cond);
+}
+
+/* Drive slot s through its states as far as its flags allow:
+ * POSTED -> DONE once replied and its window is invalid (or RELEASED for a
+ * keepalive NOP, which nobody owns), RELEASED -> FREE once its SEND
+ * completion has been reaped. */
+static void
+slot_progress_locked(struct rb_conn *conn, struct rb_slot *s,
+		     const struct rb_slot *self, struct wake *w)
+{
+	if (s->state == RB_SLOT_POSTED && s->replied && !s->mw_live) {
+		if (s->waiter) {
+			s->state = RB_SLOT_DONE;
+			wake_owner_locked(conn, s, self, w);
+			return;
+		}
+		/* Nobody waits: a keepalive NOP. */
+		if (s->rep.error != RB_OK)
+			rb_log(RB_LOG_DEBUG, "keepalive NOP failed: %s",
+			       rb_error_name(s->rep.error));
+		conn->nop_inflight = 0;
+		if (rb_slot_release_locked(conn, s))
+			w->slot_cond = 1;
 		return;
 	}
-	/* Nobody waits: a keepalive NOP. */
-	if (s->rep.error != RB_OK)
-		rb_log(RB_LOG_DEBUG, "keepalive NOP failed: %s",
-		       rb_error_name(s->rep.error));
-	conn->nop_inflight = 0;
-	rb_slot_put_locked(conn, s);
+	if (s->state == RB_SLOT_RELEASED && s->send_done) {
+		conn->released--;
+		if (rb_slot_put_locked(conn, s))
+			w->slot_cond = 1;
+	}
 }
 
 static void
 handle_recv_locked(struct rb_conn *conn, uint32_t index, uint32_t len,
-		   const struct ibv_wc *wc)
+		   const struct ibv_wc *wc, const struct rb_slot *self,
+		   struct wake *w)
 {
 	struct rb_rep_info rep;
 	const char *why = "";
@@ -133,9 +171,13 @@ handle_recv_locked(struct rb_conn *conn, uint32_t index, uint32_t len,
 				rb_log(RB_LOG_ERROR, "local invalidate: ibv_post_send: %s",
 				       strerror(-r));
 				rb_conn_mark_dead_locked(conn, "cannot invalidate a window");
+			} else if (s != self && conn->leader == (int)s->ctx.index) {
+				/* A sleeping leader must re-arm with the send
+				 * CQ too, or its LOCAL_INV would wake nobody. */
+				w->leader = 1;
 			}
 		}
-		slot_progress_locked(conn, s);
+		slot_progress_locked(conn, s, self, w);
 	}
 	r = rb_conn_post_recv(conn, index);
 	if (r < 0) {
@@ -157,9 +199,11 @@ wr_kind_name(enum rb_wr_kind kind)
 }
 
 static void
-handle_wc_locked(struct rb_conn *conn, const struct ibv_wc *wc)
+handle_wc_locked(struct rb_conn *conn, const struct ibv_wc *wc,
+		 const struct rb_slot *self, struct wake *w)
 {
 	const struct rb_wr_ctx *ctx = (const void *)(uintptr_t)wc->wr_id;
+	struct rb_slot *s;
 
 	if (wc->status != IBV_WC_SUCCESS) {
 		/* Only wr_id, status, qp_num and vendor_err are valid here. */
@@ -175,15 +219,18 @@ handle_wc_locked(struct rb_conn *conn, const struct ibv_wc *wc)
 	}
 	switch (ctx->kind) {
 	case RB_WR_RECV:
-		handle_recv_locked(conn, ctx->index, wc->byte_len, wc);
+		handle_recv_locked(conn, ctx->index, wc->byte_len, wc, self, w);
 		break;
 	case RB_WR_SEND_SLOT:
-		conn->slots[ctx->index].send_done = 1;
-		slot_progress_locked(conn, &conn->slots[ctx->index]);
+		s = &conn->slots[ctx->index];
+		s->send_done = 1;
+		slot_progress_locked(conn, s, self, w);
 		break;
 	case RB_WR_LOCAL_INV:
-		conn->slots[ctx->index].mw_live = 0;
-		slot_progress_locked(conn, &conn->slots[ctx->index]);
+		s = &conn->slots[ctx->index];
+		s->mw_live = 0;
+		__atomic_sub_fetch(&conn->inv_pending, 1, __ATOMIC_RELEASE);
+		slot_progress_locked(conn, s, self, w);
 		break;
 	case RB_WR_SEND_CTRL:
 	case RB_WR_BIND:
@@ -191,200 +238,52 @@ handle_wc_locked(struct rb_conn *conn, const struct ibv_wc *wc)
 	}
 }
 
-/* Poll until the CQ is empty; returns the number of completions. */
-static int
-drain(struct rb_conn *conn)
-{
-	struct ibv_wc wc[CQ_BATCH];
-	int n, i, total = 0;
-
-	for (;;) {
-		n = ibv_poll_cq(conn->cq, CQ_BATCH, wc);
-		if (n <= 0) {
-			if (n < 0) {
-				pthread_mutex_lock(&conn->lock);
-				rb_conn_mark_dead_locked(conn, "ibv_poll_cq failed");
-				pthread_mutex_unlock(&conn->lock);
-			}
-			return total;
-		}
-		pthread_mutex_lock(&conn->lock);
-		for (i = 0; i < n; i++)
-			handle_wc_locked(conn, &wc[i]);
-		pthread_mutex_unlock(&conn->lock);
-		total += n;
-	}
-}
-
-/* Keepalive: after `keepalive` without hearing from the target, send a NOP;
- * no reply within twice that more and the connection is dead.  A dead
- * target is therefore noticed within about 3 x keepalive. */
 static void
-keepalive_tick_locked(struct rb_conn *conn)
+wake_all(struct rb_conn *conn, const struct wake *w)
 {
-	uint64_t now = rb_now_ns(), ka = conn->cfg.keepalive_ns;
-	struct rb_req_info ri;
-	struct rb_slot *s;
-	int r;
+	uint64_t one = 1;
+	unsigned i;
 
-	if (ka == 0 || conn->dead)
-		return;
-	if (conn->nop_inflight) {
-		if (now - conn->nop_sent_ns > 2 * ka && now - conn->last_rx_ns > 3 * ka) {
-			rb_log(RB_LOG_ERROR, "%s:%u: no reply to keepalive within %llu ms",
-			       conn->cfg.host, conn->cfg.port,
-			       (unsigned long long)(2 * ka / 1000000));
-			rb_conn_mark_dead_locked(conn, "keepalive timeout");
-		}
-		return;
-	}
-	if (now - conn->last_rx_ns < ka || now - conn->nop_sent_ns < ka)
-		return;
-	s = rb_slot_get_locked(conn, 1);
-	if (s == NULL)
-		return;
-	s->state = RB_SLOT_POSTED;
-	s->opcode = RB_OP_NOP;
-	memset(&ri, 0, sizeof(ri));
-	ri.opcode = RB_OP_NOP;
-	ri.tag = rb_tag(s->ctx.index, s->gen);
-	r = rb_post_request(conn, s, &ri);
-	if (r < 0) {
-		rb_slot_put_locked(conn, s);
-		rb_log(RB_LOG_ERROR, "keepalive: ibv_post_send: %s", strerror(-r));
-		rb_conn_mark_dead_locked(conn, "cannot post");
-		return;
-	}
-	conn->nop_inflight = 1;
-	conn->nop_sent_ns = now;
-	__atomic_add_fetch(&conn->cfg.stats->keepalives, 1, __ATOMIC_RELAXED);
-}
-
-/* Periodic work: CM events, keepalive, and disconnecting a dead QP so its
- * outstanding work requests flush. */
-static void
-housekeeping(struct rb_conn *conn)
-{
-	int disconnect = 0;
-
-	rb_cm_poll_events(conn);
-	pthread_mutex_lock(&conn->lock);
-	keepalive_tick_locked(conn);
-	if (conn->dead && !conn->disconnect_sent) {
-		conn->disconnect_sent = 1;
-		disconnect = 1;
-	}
-	pthread_mutex_unlock(&conn->lock);
-	if (disconnect)
-		rdma_disconnect(conn->id);
-}
-
-static int
-tick_ms(const struct rb_conn *conn)
-{
-	uint64_t ms = conn->cfg.keepalive_ns / 4 / 1000000;
-
-	if (conn->cfg.keepalive_ns == 0 || ms > 1000)
-		return 1000;
-	return ms < 50 ? 50 : (int)ms;
-}
-
-static void
-busy_loop(struct rb_conn *conn)
-{
-	uint64_t next = 0, now;
-
-	while (!__atomic_load_n(&conn->stop, __ATOMIC_ACQUIRE)) {
-		drain(conn);
-		now = rb_now_ns();
-		if (now >= next) {
-			housekeeping(conn);
-			next = now + (uint64_t)tick_ms(conn) * 1000000 / 4;
-		}
-	}
-}
-
-static void
-event_loop(struct rb_conn *conn)
-{
-	struct pollfd pfd[3] = {
-		{ .fd = conn->comp_ch->fd, .events = POLLIN },
-		{ .fd = conn->cm_ch->fd, .events = POLLIN },
-		{ .fd = conn->stop_fd, .events = POLLIN },
-	};
-	struct ibv_cq *ev_cq;
-	void *ev_ctx;
-	uint64_t next = 0, now;
-
-	while (!__atomic_load_n(&conn->stop, __ATOMIC_ACQUIRE)) {
-		now = rb_now_ns();
-		if (now >= next) {
-			housekeeping(conn);
-			next = now + (uint64_t)tick_ms(conn) * 1000000;
-		}
-		drain(conn);
-		if (ibv_req_notify_cq(conn->cq, 0) != 0) {
-			pthread_mutex_lock(&conn->lock);
-			rb_conn_mark_dead_locked(conn, "ibv_req_notify_cq failed");
-			pthread_mutex_unlock(&conn->lock);
-		}
-		/* Re-armed: anything that arrived before arming is only seen by
-		 * polling again, so no wakeup is lost. */
-		if (drain(conn) > 0)
-			continue;
-		if (poll(pfd, 3, tick_ms(conn)) < 0 && errno != EINTR)
-			break;
-		while (ibv_get_cq_event(conn->comp_ch, &ev_cq, &ev_ctx) == 0)
-			ibv_ack_cq_events(ev_cq, 1);
-		if (pfd[1].revents & POLLIN)
-			next = 0;
-	}
-}
-
-static void *
-cq_thread(void *arg)
-{
-	struct rb_conn *conn = arg;
-
-	if (conn->cfg.busy_poll)
-		busy_loop(conn);
-	else
-		event_loop(conn);
-	return NULL;
+	for (i = 0; i < w->n; i++)
+		pthread_cond_signal(&w->cond[i]->cond);
+	if (w->slot_cond)
+		pthread_cond_signal(&conn->slot_cond);
+	if (w->leader && write(conn->wake_fd, &one, sizeof(one)) < 0)
+		rb_log(RB_LOG_DEBUG, "wake the leader: %s", strerror(errno));
 }
 
 int
-rb_cq_start(struct rb_conn *conn, char *errbuf)
+rb_cq_drain(struct rb_conn *conn, struct rb_slot *self, int *self_done)
 {
-	int r;
+	struct ibv_wc wc[2 * CQ_BATCH];
+	struct wake w;
+	int nr, ns, i, total = 0, done = 0;
 
-	conn->stop_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	if (conn->stop_fd < 0) {
-		rb_seterr(errbuf, "eventfd: %s", strerror(errno));
-		return -errno;
+	for (;;) {
+		/* Receives first: a reply usually finds its SEND's completion
+		 * already in the send CQ, so one lock round completes both. */
+		nr = ibv_poll_cq(conn->recv_cq, CQ_BATCH, wc);
+		ns = ibv_poll_cq(conn->send_cq, CQ_BATCH, wc + (nr > 0 ? nr : 0));
+		if (nr == 0 && ns == 0 && self == NULL)
+			break;
+		memset(&w, 0, sizeof(w));
+		pthread_mutex_lock(&conn->lock);
+		if (nr < 0 || ns < 0)
+			rb_conn_mark_dead_locked(conn, "ibv_poll_cq failed");
+		if (nr < 0)
+			nr = 0;
+		if (ns < 0)
+			ns = 0;
+		for (i = 0; i < nr + ns; i++)
+			handle_wc_locked(conn, &wc[i], self, &w);
+		done = conn->dead || (self != NULL && self->state != RB_SLOT_POSTED);
+		pthread_mutex_unlock(&conn->lock);
+		wake_all(conn, &w);
+		total += nr + ns;
+		if (nr < CQ_BATCH && ns < CQ_BATCH)
+			break;
 	}
-	r = pthread_create(&conn->cq_thread, NULL, cq_thread, conn);
-	if (r != 0) {
-		rb_seterr(errbuf, "pthread_create: %s", strerror(r));
-		return -r;
-	}
-	conn->cq_thread_started = 1;
-	return 0;
-}
-
-void
-rb_cq_stop(struct rb_conn *conn)
-{
-	uint64_t one = 1;
-
-	if (conn->cq_thread_started) {
-		__atomic_store_n(&conn->stop, 1, __ATOMIC_RELEASE);
-		if (write(conn->stop_fd, &one, sizeof(one)) < 0)
-			rb_log(RB_LOG_DEBUG, "stop completion thread: %s", strerror(errno));
-		pthread_join(conn->cq_thread, NULL);
-		conn->cq_thread_started = 0;
-	}
-	if (conn->stop_fd >= 0)
-		close(conn->stop_fd);
-	conn->stop_fd = -1;
+	if (self_done != NULL)
+		*self_done = done;
+	return total;
 }

@@ -1,4 +1,6 @@
-/* HELLO and LIST exchanges, run before the completion thread starts. */
+/* HELLO and LIST exchanges, run before any request (no other thread touches
+ * the CQs yet).  Each control SEND's completion is reaped before the control
+ * buffer is written again or the handshake ends. */
 #include <errno.h>
 #include <poll.h>
 #include <string.h>
@@ -8,7 +10,7 @@
 #include "util.h"
 
 static int
-send_ctrl(struct rb_conn *conn, size_t len, char *errbuf)
+post_ctrl(struct rb_conn *conn, size_t len, char *errbuf)
 {
 	void *buf = (char *)conn->send.base +
 		(size_t)(conn->nsend_bufs - 1) * RB_RECV_BUF_SIZE;
@@ -40,44 +42,41 @@ ctrl_buf(struct rb_conn *conn)
 		(size_t)(conn->nsend_bufs - 1) * RB_RECV_BUF_SIZE;
 }
 
-/* Wait for one received message: request notification, poll, and only then
- * sleep on the channel, so a completion that raced the arming is seen. */
+/* Wait for the next successful completion of the given kind on cq: request
+ * notification, poll, and only then sleep on the channel, so a completion
+ * that raced the arming is seen. */
 static int
-wait_recv(struct rb_conn *conn, uint64_t deadline_ns, uint32_t *index,
-	  uint32_t *len, const char *what, char *errbuf)
+wait_wc(struct rb_conn *conn, struct ibv_cq *cq, enum rb_wr_kind kind,
+	uint64_t deadline_ns, struct ibv_wc *wc, const char *what, char *errbuf)
 {
 	struct pollfd pfd = { .fd = conn->comp_ch->fd, .events = POLLIN };
-	struct ibv_wc wc;
 	struct ibv_cq *ev_cq;
 	void *ev_ctx;
 	int armed = 0, n;
 
 	for (;;) {
-		n = ibv_poll_cq(conn->cq, 1, &wc);
+		n = ibv_poll_cq(cq, 1, wc);
 		if (n < 0) {
 			rb_seterr(errbuf, "%s: ibv_poll_cq failed", what);
 			return -EIO;
 		}
 		if (n == 1) {
-			const struct rb_wr_ctx *ctx = (const void *)(uintptr_t)wc.wr_id;
+			const struct rb_wr_ctx *ctx = (const void *)(uintptr_t)wc->wr_id;
 
-			if (wc.status != IBV_WC_SUCCESS) {
+			if (wc->status != IBV_WC_SUCCESS) {
 				rb_seterr(errbuf, "%s from %s:%u: %s", what,
 					  conn->cfg.host, conn->cfg.port,
-					  wc.status == IBV_WC_WR_FLUSH_ERR ?
+					  wc->status == IBV_WC_WR_FLUSH_ERR ?
 					  "connection closed by the target" :
-					  ibv_wc_status_str(wc.status));
+					  ibv_wc_status_str(wc->status));
 				return -EIO;
 			}
-			if (ctx->kind == RB_WR_RECV) {
-				*index = ctx->index;
-				*len = wc.byte_len;
+			if (ctx->kind == kind)
 				return 0;
-			}
 			continue;
 		}
 		if (!armed) {
-			if (ibv_req_notify_cq(conn->cq, 0) != 0) {
+			if (ibv_req_notify_cq(cq, 0) != 0) {
 				rb_seterr(errbuf, "%s: ibv_req_notify_cq failed", what);
 				return -EIO;
 			}
@@ -101,9 +100,45 @@ wait_recv(struct rb_conn *conn, uint64_t deadline_ns, uint32_t *index,
 		}
 		while (ibv_get_cq_event(conn->comp_ch, &ev_cq, &ev_ctx) == 0) {
 			ibv_ack_cq_events(ev_cq, 1);
-			armed = 0;
+			if (ev_cq == cq)
+				armed = 0;
 		}
 	}
+}
+
+/* Wait for one received message. */
+static int
+wait_recv(struct rb_conn *conn, uint64_t deadline_ns, uint32_t *index,
+	  uint32_t *len, const char *what, char *errbuf)
+{
+	struct ibv_wc wc;
+	int r = wait_wc(conn, conn->recv_cq, RB_WR_RECV, deadline_ns, &wc, what,
+			errbuf);
+
+	if (r == 0) {
+		*index = ((const struct rb_wr_ctx *)(uintptr_t)wc.wr_id)->index;
+		*len = wc.byte_len;
+	}
+	return r;
+}
+
+/* The control buffer is free again only after its SEND completed. */
+static int
+wait_ctrl_sent(struct rb_conn *conn, uint64_t deadline_ns, char *errbuf)
+{
+	struct ibv_wc wc;
+
+	return wait_wc(conn, conn->send_cq, RB_WR_SEND_CTRL, deadline_ns, &wc,
+		       "control send", errbuf);
+}
+
+/* Send len bytes of the control buffer and wait until it may be reused. */
+static int
+send_ctrl(struct rb_conn *conn, size_t len, uint64_t deadline_ns, char *errbuf)
+{
+	int r = post_ctrl(conn, len, errbuf);
+
+	return r < 0 ? r : wait_ctrl_sent(conn, deadline_ns, errbuf);
 }
 
 static int
@@ -119,7 +154,7 @@ refused(struct rb_conn *conn, uint16_t status, char *errbuf)
  * (a fake target learns nothing), then send AUTH with our proof Mi. */
 static int
 answer_challenge(struct rb_conn *conn, const struct rb_hello_info *h,
-		 uint32_t idx, uint32_t len, char *errbuf)
+		 uint32_t idx, uint32_t len, uint64_t deadline_ns, char *errbuf)
 {
 	const struct rb_conn_cfg *cfg = &conn->cfg;
 	struct rb_auth_info ch, auth;
@@ -168,8 +203,9 @@ answer_challenge(struct rb_conn *conn, const struct rb_hello_info *h,
 		rb_seterr(errbuf, "ibv_post_recv: %s", strerror(-r));
 		return r;
 	}
-	/* The ctrl buffer is free again: the CHALLENGE answered our HELLO. */
-	r = send_ctrl(conn, rb_auth_encode(ctrl_buf(conn), &auth), errbuf);
+	/* The ctrl buffer is free again: send_ctrl reaped the HELLO's SEND. */
+	r = send_ctrl(conn, rb_auth_encode(ctrl_buf(conn), &auth), deadline_ns,
+		      errbuf);
 	rb_auth_wipe(&auth, sizeof(auth));
 	return r;
 }
@@ -181,7 +217,7 @@ rb_handshake_hello(struct rb_conn *conn, uint64_t deadline_ns, char *errbuf)
 	struct rb_export_info *e = &conn->exp;
 	int have_secret = conn->cfg.secret != NULL && conn->cfg.secret->key != NULL;
 	int authed = 0;
-	uint32_t idx, len;
+	uint32_t idx = 0, len = 0;
 	uint8_t type;
 	const char *why = "";
 	void *buf;
@@ -201,7 +237,7 @@ rb_handshake_hello(struct rb_conn *conn, uint64_t deadline_ns, char *errbuf)
 	if (conn->cfg.test_record_nonce != NULL)
 		memcpy(conn->cfg.test_record_nonce, h.nonce, RB_NONCE_LEN);
 	memcpy(h.export_name, conn->cfg.export_name, sizeof(h.export_name));
-	r = send_ctrl(conn, rb_hello_encode(ctrl_buf(conn), &h), errbuf);
+	r = send_ctrl(conn, rb_hello_encode(ctrl_buf(conn), &h), deadline_ns, errbuf);
 	if (r < 0)
 		return r;
 	r = wait_recv(conn, deadline_ns, &idx, &len, "HELLO_REPLY", errbuf);
@@ -209,7 +245,7 @@ rb_handshake_hello(struct rb_conn *conn, uint64_t deadline_ns, char *errbuf)
 		return r;
 	buf = rb_conn_recv_buf(conn, idx);
 	if (rb_msg_peek(buf, len, &type, &why) == 0 && type == RB_MSG_CHALLENGE) {
-		r = answer_challenge(conn, &h, idx, len, errbuf);
+		r = answer_challenge(conn, &h, idx, len, deadline_ns, errbuf);
 		if (r < 0)
 			return r;
 		authed = 1;
@@ -260,14 +296,14 @@ int
 rb_handshake_list(struct rb_conn *conn, uint64_t deadline_ns, rb_list_fn *cb,
 		  void *opaque, char *errbuf)
 {
-	uint32_t idx, len;
+	uint32_t idx = 0, len = 0;
 	uint16_t count, flags;
 	const char *why = "", *name, *desc;
 	size_t pos = 0;
 	void *buf;
 	int r;
 
-	r = send_ctrl(conn, rb_list_encode(ctrl_buf(conn)), errbuf);
+	r = send_ctrl(conn, rb_list_encode(ctrl_buf(conn)), deadline_ns, errbuf);
 	if (r < 0)
 		return r;
 	r = wait_recv(conn, deadline_ns, &idx, &len, "LIST_REPLY", errbuf);

@@ -50,23 +50,33 @@ struct rb_wr_ctx {
 	uint32_t        index;
 };
 
-/* One request slot: a credit, a send buffer and a data buffer. */
+/* One request slot: a credit, a send buffer and a data buffer.
+ *
+ *   FREE ──get──▶ POSTED ──reply arrived, window invalid──▶ DONE ──owner returns──▶ RELEASED
+ *                   │                                                                 │
+ *                   └── (keepalive NOP: nobody owns it) ──────────────────────────────┤
+ *   FREE ◀──────────────────────── its SEND's completion reaped ──────────────────────┘
+ *
+ * A dead connection leaves POSTED slots POSTED forever (the target may still
+ * use them); RELEASED goes to FREE only once the send buffer is really free. */
 enum rb_slot_state {
 	RB_SLOT_FREE,      /* on the free list: no WR and no target access */
-	RB_SLOT_POSTED,    /* SEND posted; waiting for its completion and reply */
-	RB_SLOT_DONE,      /* send completed and reply arrived: owner may reuse */
+	RB_SLOT_POSTED,    /* SEND posted; waiting for the reply (and window) */
+	RB_SLOT_DONE,      /* reply arrived, window invalid: the owner copies out */
+	RB_SLOT_RELEASED,  /* nobody owns it; waits for its SEND completion */
 };
 
 struct rb_slot {
 	struct rb_wr_ctx    ctx;        /* wr_id of the request SEND */
 	enum rb_slot_state  state;
 	int                 waiter;     /* 0: nobody waits (keepalive NOP) */
+	int                 following;  /* the owner sleeps on cond as a follower */
 	int                 send_done;
 	int                 replied;
 	uint64_t            gen;        /* bumped per use: stale tags miss */
 	uint8_t             opcode;
 	struct rb_rep_info  rep;
-	pthread_cond_t      cond;       /* state changes, for the waiter */
+	pthread_cond_t      cond;       /* DONE, dead, or "you lead now" */
 	void               *send_buf;   /* RB_RECV_BUF_SIZE bytes */
 	void               *data;       /* max_io bytes in the data pool */
 	uint32_t            rkey;       /* the key the target uses for data */
@@ -122,8 +132,12 @@ struct rb_conn {
 	struct rdma_event_channel  *cm_ch;
 	struct rdma_cm_id          *id;
 	struct ibv_pd              *pd;
+	/* Both CQs share comp_ch.  Only recv_cq is armed on the data path:
+	 * send-side completions (SEND, LOCAL_INV, failed BINDs) are reaped
+	 * by polling; send_cq is armed only while a LOCAL_INV is awaited. */
 	struct ibv_comp_channel    *comp_ch;
-	struct ibv_cq              *cq;
+	struct ibv_cq              *recv_cq;
+	struct ibv_cq              *send_cq;
 	int                         qp_created;
 	int                         connected;
 
@@ -147,6 +161,9 @@ struct rb_conn {
 	unsigned                    nslots;     /* granted queue depth */
 	unsigned                    data_credits; /* slots data requests may use */
 	unsigned                    inflight;   /* slots not FREE */
+	unsigned                    released;   /* slots RELEASED */
+	unsigned                    slot_waiters; /* threads on slot_cond */
+	unsigned                    inv_pending;  /* LOCAL_INVs not yet completed */
 	int                         free_head;
 	int                         dead;
 	int                         disconnect_sent;
@@ -155,8 +172,15 @@ struct rb_conn {
 	uint64_t                    nop_sent_ns;
 	int                         nop_inflight;
 
-	pthread_t                   cq_thread;
-	int                         cq_thread_started;
+	/* Leader/follower (wait.c): the slot index of the one waiting thread
+	 * that owns the CQs and sleeps in poll() on comp_ch, or -1. */
+	int                         leader;
+	unsigned                    followers;  /* owners asleep on their slot's cond */
+	int                         wake_fd;    /* eventfd: kick the leader out of poll() */
+
+	/* The housekeeping thread (timer.c): never on the data path. */
+	pthread_t                   timer_thread;
+	int                         timer_started;
 	int                         stop_fd;    /* eventfd: stop the thread */
 	int                         stop;       /* atomic */
 };
@@ -166,7 +190,8 @@ int  rb_conn_create(const struct rb_conn_cfg *cfg, int list_only,
 		    uint64_t deadline_ns, struct rb_conn **out, char *errbuf);
 void rb_conn_ref(struct rb_conn *conn);
 void rb_conn_unref(struct rb_conn *conn);
-/* Under conn->lock: mark dead once, log why, wake every waiter. */
+/* Under conn->lock: mark dead once, log why, wake every waiter (and the
+ * leader, out of its poll()). */
 void rb_conn_mark_dead_locked(struct rb_conn *conn, const char *why);
 /* Post one receive buffer again.  0 or -errno. */
 int  rb_conn_post_recv(struct rb_conn *conn, uint32_t index);
@@ -178,7 +203,7 @@ int  rb_cm_connect(struct rb_conn *conn, uint64_t deadline_ns, char *errbuf);
 /* Handle pending CM events after connecting (DISCONNECTED...). */
 void rb_cm_poll_events(struct rb_conn *conn);
 
-/* handshake.c: HELLO or LIST, before the completion thread runs. */
+/* handshake.c: HELLO or LIST, before any request. */
 int  rb_handshake_hello(struct rb_conn *conn, uint64_t deadline_ns, char *errbuf);
 int  rb_handshake_list(struct rb_conn *conn, uint64_t deadline_ns,
 		       rb_list_fn *cb, void *opaque, char *errbuf);
@@ -189,14 +214,33 @@ void rb_slots_revoke(struct rb_conn *conn);
 void rb_slots_destroy(struct rb_conn *conn);
 /* Under conn->lock.  NULL when no credit is free. */
 struct rb_slot *rb_slot_get_locked(struct rb_conn *conn, int keepalive);
-void rb_slot_put_locked(struct rb_conn *conn, struct rb_slot *s);
+/* Back to the free list.  Returns 1 when a thread waits on slot_cond: signal
+ * it after unlocking. */
+int  rb_slot_put_locked(struct rb_conn *conn, struct rb_slot *s);
+/* Nobody owns s any more: FREE once its SEND completion is reaped.  Same
+ * return value as rb_slot_put_locked. */
+int  rb_slot_release_locked(struct rb_conn *conn, struct rb_slot *s);
 
-/* cq.c: the completion thread. */
-int  rb_cq_start(struct rb_conn *conn, char *errbuf);
-void rb_cq_stop(struct rb_conn *conn);
+/* cq.c: posting request SENDs and reaping both CQs.  No thread of its own. */
 /* Post a request SEND for slot s; under conn->lock or by its owner. */
 int  rb_post_request(struct rb_conn *conn, struct rb_slot *s,
 		     const struct rb_req_info *ri);
+/* Poll both CQs until empty and handle every completion, waking the owners
+ * of the slots that became DONE (after unlocking).  self: the calling
+ * owner's slot, or NULL.  Returns the number of completions; *self_done
+ * (if not NULL) says whether self is no longer POSTED or the connection
+ * is dead. */
+int  rb_cq_drain(struct rb_conn *conn, struct rb_slot *self, int *self_done);
+
+/* wait.c: leader/follower.  Wait until slot s (POSTED by the caller) is
+ * DONE: 0, -EAGAIN if the connection died first, -EIO on the deadline
+ * (the connection is then marked dead: the slot may still be in use). */
+int  rb_wait_slot(struct rb_conn *conn, struct rb_slot *s, uint64_t deadline_ns);
+
+/* timer.c: the housekeeping thread: keepalive NOPs, CM events, dead
+ * detection, and reaping the CQs when no leader is waiting. */
+int  rb_timer_start(struct rb_conn *conn, char *errbuf);
+void rb_timer_stop(struct rb_conn *conn);
 
 /* request.c: one request on one connection. */
 struct rb_io {

@@ -76,6 +76,10 @@ struct rb_stats {
 	uint64_t copy_ns;          /* cumulative time in pool <-> caller copies */
 	uint64_t copy_bytes;       /* bytes copied */
 	uint64_t keepalives;       /* NOPs sent */
+	/* The leader/follower wait (initiator/NOTES.md): */
+	uint64_t leader_sleeps;    /* a waiting leader slept in poll() */
+	uint64_t follower_wakes;   /* a waiting follower was woken by a condvar */
+	uint64_t handoffs;         /* leadership passed to a follower */
 };
 
 /* I/O flags. */

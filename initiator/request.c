@@ -1,5 +1,5 @@
 /* One request on one connection: take a credit, copy in, post the SEND,
- * wait for the completion thread, copy out, give the credit back. */
+ * wait (leading or following, wait.c), copy out, give the credit back. */
 #include <errno.h>
 #include <string.h>
 #include <time.h>
@@ -58,20 +58,49 @@ prepare(struct rb_conn *conn, struct rb_slot *s, const struct rb_io *io,
 	}
 }
 
+/* Under the lock, no credit free.  Slots RELEASED (waiting for a SEND
+ * completion nobody is armed for) or a keepalive NOP with no leader to reap
+ * it would otherwise sit until the housekeeping tick: reap them here, then
+ * wait a little and look again. */
+#define SLOT_REPOLL_NS (2 * 1000000ull)
+
+static int
+wait_for_credit_locked(struct rb_conn *conn, uint64_t deadline_ns)
+{
+	struct timespec ts;
+	uint64_t until = deadline_ns;
+	int r;
+
+	if (conn->leader < 0 && (conn->released > 0 || conn->nop_inflight)) {
+		pthread_mutex_unlock(&conn->lock);
+		rb_cq_drain(conn, NULL, NULL);
+		pthread_mutex_lock(&conn->lock);
+		if (conn->free_head >= 0 && conn->inflight < conn->data_credits)
+			return 0;
+		until = rb_now_ns() + SLOT_REPOLL_NS;
+		if (until > deadline_ns)
+			until = deadline_ns;
+	}
+	deadline_ts(until, &ts);
+	conn->slot_waiters++;
+	r = pthread_cond_timedwait(&conn->slot_cond, &conn->lock, &ts);
+	conn->slot_waiters--;
+	if (r == ETIMEDOUT && until == deadline_ns)
+		return -ETIMEDOUT;
+	return 0;
+}
+
 int
 rb_conn_request(struct rb_conn *conn, struct rb_io *io, uint64_t deadline_ns)
 {
 	struct rb_req_info ri;
 	struct rb_rep_info rep;
 	struct rb_slot *s;
-	struct timespec ts;
-	int r = 0;
+	int r = 0, signal;
 
-	deadline_ts(deadline_ns, &ts);
 	pthread_mutex_lock(&conn->lock);
 	while (!conn->dead && (s = rb_slot_get_locked(conn, 0)) == NULL) {
-		r = pthread_cond_timedwait(&conn->slot_cond, &conn->lock, &ts);
-		if (r == ETIMEDOUT) {
+		if (wait_for_credit_locked(conn, deadline_ns) < 0) {
 			pthread_mutex_unlock(&conn->lock);
 			rb_log(RB_LOG_ERROR, "%s %u@%llu: timed out waiting for a "
 			       "free request slot", rb_opcode_name(io->opcode),
@@ -86,7 +115,7 @@ rb_conn_request(struct rb_conn *conn, struct rb_io *io, uint64_t deadline_ns)
 	s->state = RB_SLOT_POSTED;
 	s->waiter = 1;
 	s->opcode = io->opcode;
-	/* Set before posting: the completion thread sees it with the reply. */
+	/* Set before posting: whoever reaps the reply sees it. */
 	s->mw_live = conn->use_mw && (io->opcode == RB_OP_READ ||
 		(io->opcode == RB_OP_WRITE && io->length > conn->exp.inline_max));
 	pthread_mutex_unlock(&conn->lock);
@@ -94,48 +123,39 @@ rb_conn_request(struct rb_conn *conn, struct rb_io *io, uint64_t deadline_ns)
 	/* The slot is ours until we put it back: no lock for the copy. */
 	prepare(conn, s, io, &ri);
 	r = rb_post_request(conn, s, &ri);
-
-	pthread_mutex_lock(&conn->lock);
 	if (r < 0) {
+		pthread_mutex_lock(&conn->lock);
 		/* Not posted, so nothing references the slot. */
-		rb_slot_put_locked(conn, s);
+		signal = rb_slot_put_locked(conn, s);
 		rb_log(RB_LOG_ERROR, "%s: ibv_post_send: %s",
 		       rb_opcode_name(io->opcode), strerror(-r));
 		rb_conn_mark_dead_locked(conn, "cannot post a request");
 		pthread_mutex_unlock(&conn->lock);
+		if (signal)
+			pthread_cond_signal(&conn->slot_cond);
 		return -EAGAIN;
 	}
-	while (s->state != RB_SLOT_DONE && !conn->dead) {
-		r = pthread_cond_timedwait(&s->cond, &conn->lock, &ts);
-		if (r == ETIMEDOUT && s->state != RB_SLOT_DONE) {
-			rb_log(RB_LOG_ERROR, "%s %u@%llu: no reply from %s:%u within "
-			       "the timeout", rb_opcode_name(io->opcode), io->length,
-			       (unsigned long long)io->offset, conn->cfg.host,
-			       conn->cfg.port);
-			/* The target may still use the buffer: tear the whole
-			 * connection down rather than reuse the slot. */
-			rb_conn_mark_dead_locked(conn, "request timed out");
-			pthread_mutex_unlock(&conn->lock);
-			return -EIO;
-		}
-	}
-	if (s->state != RB_SLOT_DONE) {
-		/* Dead before the reply: the slot stays posted (its WR may be
-		 * live until the QP is destroyed); the caller resends. */
-		pthread_mutex_unlock(&conn->lock);
-		return -EAGAIN;
-	}
-	rep = s->rep;
-	pthread_mutex_unlock(&conn->lock);
+	r = rb_wait_slot(conn, s, deadline_ns);
+	if (r == -EIO)
+		rb_log(RB_LOG_ERROR, "%s %u@%llu: no reply from %s:%u within the "
+		       "timeout", rb_opcode_name(io->opcode), io->length,
+		       (unsigned long long)io->offset, conn->cfg.host, conn->cfg.port);
+	if (r < 0)
+		return r;   /* the slot stays POSTED: its WRs may be live */
 
-	/* RC ordering: the reply's arrival implies the RDMA WRITE landed. */
+	/* DONE: nothing writes the slot's reply or data any more (RC
+	 * ordering: the reply's arrival implies the RDMA WRITE landed, and
+	 * the window is invalid). */
+	rep = s->rep;
 	if (io->opcode == RB_OP_READ && rep.error == RB_OK)
 		copy_timed(conn, io->rbuf, (char *)s->data + io->copy_off,
 			   io->copy_len);
 
 	pthread_mutex_lock(&conn->lock);
-	rb_slot_put_locked(conn, s);
+	signal = rb_slot_release_locked(conn, s);
 	pthread_mutex_unlock(&conn->lock);
+	if (signal)
+		pthread_cond_signal(&conn->slot_cond);
 
 	__atomic_add_fetch(&conn->cfg.stats->requests, 1, __ATOMIC_RELAXED);
 	io->rep_flags = rep.flags;

@@ -110,6 +110,7 @@ rb_slot_get_locked(struct rb_conn *conn, int keepalive)
 	s->send_done = 0;
 	s->replied = 0;
 	s->waiter = 0;
+	s->following = 0;
 	s->bind_len = 0;
 	s->mw_live = 0;
 	s->inv_posted = 0;
@@ -117,12 +118,24 @@ rb_slot_get_locked(struct rb_conn *conn, int keepalive)
 	return s;
 }
 
-void
+int
 rb_slot_put_locked(struct rb_conn *conn, struct rb_slot *s)
 {
 	s->state = RB_SLOT_FREE;
 	s->next_free = conn->free_head;
 	conn->free_head = (int)s->ctx.index;
 	conn->inflight--;
-	pthread_cond_signal(&conn->slot_cond);
+	return conn->slot_waiters > 0;
+}
+
+/* The send buffer may be reused only after its SEND completion (RDMA
+ * rules): until it is reaped the slot waits as RELEASED. */
+int
+rb_slot_release_locked(struct rb_conn *conn, struct rb_slot *s)
+{
+	if (s->send_done)
+		return rb_slot_put_locked(conn, s);
+	s->state = RB_SLOT_RELEASED;
+	conn->released++;
+	return 0;
 }

@@ -1,0 +1,145 @@
+/* The housekeeping thread, off the data path: keepalive NOPs, CM events
+ * (DISCONNECTED, DEVICE_REMOVAL), disconnecting a dead QP, and reaping the
+ * CQs when no request is waiting (a NOP's reply, a late SEND completion).
+ * It never polls the completion channel, so the data path never wakes it. */
+#include <errno.h>
+#include <poll.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "internal.h"
+#include "util.h"
+
+/* Keepalive: after `keepalive` without hearing from the target, send a NOP;
+ * no reply within twice that more and the connection is dead.  A dead
+ * target is therefore noticed within about 3 x keepalive. */
+static void
+keepalive_tick_locked(struct rb_conn *conn)
+{
+	uint64_t now = rb_now_ns(), ka = conn->cfg.keepalive_ns;
+	struct rb_req_info ri;
+	struct rb_slot *s;
+	int r;
+
+	if (ka == 0 || conn->dead)
+		return;
+	if (conn->nop_inflight) {
+		if (now - conn->nop_sent_ns > 2 * ka && now - conn->last_rx_ns > 3 * ka) {
+			rb_log(RB_LOG_ERROR, "%s:%u: no reply to keepalive within %llu ms",
+			       conn->cfg.host, conn->cfg.port,
+			       (unsigned long long)(2 * ka / 1000000));
+			rb_conn_mark_dead_locked(conn, "keepalive timeout");
+		}
+		return;
+	}
+	if (now - conn->last_rx_ns < ka || now - conn->nop_sent_ns < ka)
+		return;
+	s = rb_slot_get_locked(conn, 1);
+	if (s == NULL)
+		return;
+	s->state = RB_SLOT_POSTED;
+	s->opcode = RB_OP_NOP;
+	memset(&ri, 0, sizeof(ri));
+	ri.opcode = RB_OP_NOP;
+	ri.tag = rb_tag(s->ctx.index, s->gen);
+	r = rb_post_request(conn, s, &ri);
+	if (r < 0) {
+		rb_slot_put_locked(conn, s);
+		rb_log(RB_LOG_ERROR, "keepalive: ibv_post_send: %s", strerror(-r));
+		rb_conn_mark_dead_locked(conn, "cannot post");
+		return;
+	}
+	conn->nop_inflight = 1;
+	conn->nop_sent_ns = now;
+	__atomic_add_fetch(&conn->cfg.stats->keepalives, 1, __ATOMIC_RELAXED);
+}
+
+/* One round: CM events, keepalive, disconnecting a dead QP so its
+ * outstanding work requests flush, and the CQs if nobody leads. */
+static void
+housekeeping(struct rb_conn *conn)
+{
+	int disconnect = 0, idle;
+
+	rb_cm_poll_events(conn);
+	pthread_mutex_lock(&conn->lock);
+	keepalive_tick_locked(conn);
+	if (conn->dead && !conn->disconnect_sent) {
+		conn->disconnect_sent = 1;
+		disconnect = 1;
+	}
+	idle = conn->leader < 0;
+	pthread_mutex_unlock(&conn->lock);
+	if (disconnect)
+		rdma_disconnect(conn->id);
+	/* A leader reaps everything itself; racing one is harmless (it is
+	 * woken through wake_fd if we complete its slot). */
+	if (idle)
+		rb_cq_drain(conn, NULL, NULL);
+}
+
+static int
+tick_ms(const struct rb_conn *conn)
+{
+	uint64_t ms = conn->cfg.keepalive_ns / 4 / 1000000;
+
+	if (conn->cfg.keepalive_ns == 0 || ms > 1000)
+		return 1000;
+	return ms < 50 ? 50 : (int)ms;
+}
+
+static void *
+timer_thread(void *arg)
+{
+	struct rb_conn *conn = arg;
+	struct pollfd pfd[2] = {
+		{ .fd = conn->cm_ch->fd, .events = POLLIN },
+		{ .fd = conn->stop_fd, .events = POLLIN },
+	};
+	int ms = tick_ms(conn);
+
+	while (!__atomic_load_n(&conn->stop, __ATOMIC_ACQUIRE)) {
+		housekeeping(conn);
+		if (poll(pfd, 2, ms) < 0 && errno != EINTR)
+			break;
+	}
+	return NULL;
+}
+
+int
+rb_timer_start(struct rb_conn *conn, char *errbuf)
+{
+	int r;
+
+	conn->stop_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (conn->stop_fd < 0) {
+		rb_seterr(errbuf, "eventfd: %s", strerror(errno));
+		return -errno;
+	}
+	r = pthread_create(&conn->timer_thread, NULL, timer_thread, conn);
+	if (r != 0) {
+		rb_seterr(errbuf, "pthread_create: %s", strerror(r));
+		return -r;
+	}
+	conn->timer_started = 1;
+	return 0;
+}
+
+void
+rb_timer_stop(struct rb_conn *conn)
+{
+	uint64_t one = 1;
+
+	if (conn->timer_started) {
+		__atomic_store_n(&conn->stop, 1, __ATOMIC_RELEASE);
+		if (write(conn->stop_fd, &one, sizeof(one)) < 0)
+			rb_log(RB_LOG_DEBUG, "stop the housekeeping thread: %s",
+			       strerror(errno));
+		pthread_join(conn->timer_thread, NULL);
+		conn->timer_started = 0;
+	}
+	if (conn->stop_fd >= 0)
+		close(conn->stop_fd);
+	conn->stop_fd = -1;
+}

@@ -1,0 +1,182 @@
+/* Leader/follower: the threads waiting for replies reap the CQs themselves.
+ *
+ * At most one waiting thread, the leader (conn->leader = its slot), owns the
+ * CQs: it drains them, re-arms the receive CQ, drains again (so nothing that
+ * arrived before arming is missed), and sleeps in poll() on the completion
+ * channel.  It completes every slot it reaps, waking their owners.  When its
+ * own slot is DONE it passes the lead to one sleeping follower and returns.
+ * Followers sleep on their slot's condvar until their slot is DONE or they
+ * are made leader.  At queue depth 1 the caller sleeps only in poll() and is
+ * woken once, by the kernel. */
+#include <errno.h>
+#include <poll.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "internal.h"
+#include "util.h"
+
+/* A leader never sleeps longer than this without looking around. */
+#define LEAD_MAX_SLEEP_MS 1000
+
+static void
+count(struct rb_conn *conn, uint64_t *counter)
+{
+	(void)conn;
+	__atomic_add_fetch(counter, 1, __ATOMIC_RELAXED);
+}
+
+static int
+arm(struct rb_conn *conn)
+{
+	if (ibv_req_notify_cq(conn->recv_cq, 0) != 0)
+		return -1;
+	/* A LOCAL_INV completes on the send CQ, which is otherwise never
+	 * armed: send completions wake nobody. */
+	if (__atomic_load_n(&conn->inv_pending, __ATOMIC_ACQUIRE) > 0 &&
+	    ibv_req_notify_cq(conn->send_cq, 0) != 0)
+		return -1;
+	return 0;
+}
+
+/* Sleep until the completion channel or wake_fd fires, or timeout_ms. */
+static void
+sleep_on_channel(struct rb_conn *conn, int timeout_ms)
+{
+	struct pollfd pfd[2] = {
+		{ .fd = conn->comp_ch->fd, .events = POLLIN },
+		{ .fd = conn->wake_fd, .events = POLLIN },
+	};
+	struct ibv_cq *ev_cq;
+	void *ev_ctx;
+	uint64_t n;
+
+	count(conn, &conn->cfg.stats->leader_sleeps);
+	if (poll(pfd, 2, timeout_ms) <= 0)
+		return;
+	/* One event per wake-up: a second one, if any, keeps the fd
+	 * readable and is taken on the next round. */
+	if ((pfd[0].revents & POLLIN) &&
+	    ibv_get_cq_event(conn->comp_ch, &ev_cq, &ev_ctx) == 0)
+		ibv_ack_cq_events(ev_cq, 1);
+	if ((pfd[1].revents & POLLIN) && read(conn->wake_fd, &n, sizeof(n)) < 0)
+		rb_log(RB_LOG_DEBUG, "wake_fd: %s", strerror(errno));
+}
+
+/* The leader's loop: until s is DONE, the connection is dead (0) or the
+ * deadline passes (-ETIMEDOUT).  Called without the lock. */
+static int
+lead(struct rb_conn *conn, struct rb_slot *s, uint64_t deadline_ns)
+{
+	uint64_t now, ms;
+	int done;
+
+	for (;;) {
+		if (rb_cq_drain(conn, s, &done) > 0 || done) {
+			if (done)
+				return 0;
+			continue;
+		}
+		now = rb_now_ns();
+		if (now >= deadline_ns)
+			return -ETIMEDOUT;
+		if (conn->cfg.busy_poll)
+			continue;
+		if (arm(conn) < 0) {
+			pthread_mutex_lock(&conn->lock);
+			rb_conn_mark_dead_locked(conn, "ibv_req_notify_cq failed");
+			pthread_mutex_unlock(&conn->lock);
+			return 0;
+		}
+		/* Armed: anything that arrived before arming is only seen by
+		 * polling again, so no completion is lost. */
+		if (rb_cq_drain(conn, s, &done) > 0 || done) {
+			if (done)
+				return 0;
+			continue;
+		}
+		ms = (deadline_ns - now + 999999) / 1000000;
+		sleep_on_channel(conn, ms > LEAD_MAX_SLEEP_MS ? LEAD_MAX_SLEEP_MS : (int)ms);
+	}
+}
+
+/* Under the lock: pass the lead on to one sleeping follower, if any.
+ * Returns the slot to signal after unlocking, or NULL. */
+static struct rb_slot *
+hand_off_locked(struct rb_conn *conn, const struct rb_slot *self)
+{
+	unsigned i, idx;
+
+	conn->leader = -1;
+	if (conn->followers == 0)
+		return NULL;
+	for (i = 1; i <= conn->nslots; i++) {
+		idx = (self->ctx.index + i) % conn->nslots;
+		if (conn->slots[idx].following) {
+			conn->leader = (int)idx;
+			count(conn, &conn->cfg.stats->handoffs);
+			return &conn->slots[idx];
+		}
+	}
+	return NULL;
+}
+
+/* The caller logs which request it was.  The target may still use the
+ * slot's buffer: tear the whole connection down rather than reuse it. */
+static void
+timed_out_locked(struct rb_conn *conn)
+{
+	rb_conn_mark_dead_locked(conn, "request timed out");
+}
+
+int
+rb_wait_slot(struct rb_conn *conn, struct rb_slot *s, uint64_t deadline_ns)
+{
+	struct rb_slot *next;
+	struct timespec ts = { .tv_sec = (time_t)(deadline_ns / 1000000000u),
+			       .tv_nsec = (long)(deadline_ns % 1000000000u) };
+	int me = (int)s->ctx.index, r;
+
+	pthread_mutex_lock(&conn->lock);
+	for (;;) {
+		if (s->state != RB_SLOT_POSTED) {
+			r = 0;
+			break;
+		}
+		if (conn->dead) {
+			r = -EAGAIN;
+			break;
+		}
+		if (conn->leader < 0)
+			conn->leader = me;
+		if (conn->leader == me) {
+			pthread_mutex_unlock(&conn->lock);
+			r = lead(conn, s, deadline_ns);
+			pthread_mutex_lock(&conn->lock);
+			if (r == -ETIMEDOUT && s->state == RB_SLOT_POSTED && !conn->dead) {
+				timed_out_locked(conn);
+				r = -EIO;
+				break;
+			}
+			continue;
+		}
+		s->following = 1;
+		conn->followers++;
+		r = pthread_cond_timedwait(&s->cond, &conn->lock, &ts);
+		conn->followers--;
+		s->following = 0;
+		count(conn, &conn->cfg.stats->follower_wakes);
+		if (r == ETIMEDOUT && s->state == RB_SLOT_POSTED && !conn->dead &&
+		    conn->leader != me) {
+			timed_out_locked(conn);
+			r = -EIO;
+			break;
+		}
+	}
+	next = conn->leader == me ? hand_off_locked(conn, s) : NULL;
+	pthread_mutex_unlock(&conn->lock);
+	if (next != NULL)
+		pthread_cond_signal(&next->cond);
+	return r;
+}
