@@ -204,6 +204,13 @@ target_key(struct parser *p, int line, const char *key, const char *val)
 			     CONFIG_MAX_THREADS);
 		else
 			c->threads = (unsigned)v;
+	} else if (strcmp(key, "io-engine") == 0) {
+		if (strcasecmp(val, "io_uring") == 0)
+			c->io_engine = IOQ_IO_URING;
+		else if (strcasecmp(val, "threads") == 0)
+			c->io_engine = IOQ_THREADS;
+		else
+			perr(p, line, "io-engine: bad value '%s' (io_uring or threads)", val);
 	} else if (strcmp(key, "log-level") == 0) {
 		static const char *const names[] = { "error", "warn", "info", "debug" };
 		int i;
@@ -627,6 +634,7 @@ config_load(const char *file, int flags, config_error_fn *err, void *arg,
 	c->max_io = CONFIG_DEFAULT_MAX_IO;
 	n = sysconf(_SC_NPROCESSORS_ONLN);
 	c->threads = n < 1 ? 1 : n > CONFIG_MAX_THREADS ? CONFIG_MAX_THREADS : (unsigned)n;
+	c->io_engine = IOQ_IO_URING;
 	c->log_level = LOG_LEVEL_INFO;
 	c->buffer_pool = CONFIG_DEFAULT_POOL;
 	c->inline_max = CONFIG_DEFAULT_INLINE_MAX;

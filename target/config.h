@@ -9,6 +9,7 @@
 #include <sys/socket.h>
 
 #include "auth.h"
+#include "ioq.h"
 #include "protocol.h"
 #include "util.h"
 
@@ -63,6 +64,7 @@ struct config {
 	unsigned queue_depth;
 	uint32_t max_io;
 	unsigned threads;
+	enum ioq_engine io_engine;           /* `io-engine =`: io_uring or threads */
 	int      log_level;                  /* enum log_level */
 	uint64_t buffer_pool;
 	uint32_t inline_max;

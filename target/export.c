@@ -1,4 +1,4 @@
-/* Runtime exports: one backing fd and one flusher per export, shared by all
+/* Runtime exports: one backing fd and one flusher (group commit) per export, shared by all
  * its connections (so a FLUSH on one connection covers writes acknowledged
  * on any other: RB_EXP_MULTI_CONN).  exports_apply() installs a freshly
  * parsed config at startup and on SIGHUP. */
@@ -28,7 +28,7 @@ export_destroy(struct export *e)
 }
 
 static struct export *
-export_create(struct cfg_export *ce)
+export_create(struct target *t, struct cfg_export *ce)
 {
 	struct export *e = calloc(1, sizeof(*e));
 	char name[64];
@@ -38,7 +38,7 @@ export_create(struct cfg_export *ce)
 		return NULL;
 	}
 	snprintf(name, sizeof(name), "export %.50s", ce->name);
-	e->flusher = flusher_create(ce->fd, name);
+	e->flusher = flusher_create(ce->fd, name, t->ioq);
 	if (e->flusher == NULL) {
 		free(e);
 		return NULL;
@@ -140,7 +140,7 @@ exports_apply(struct target *t, struct config *nc)
 			log_info("export %s changed its backing store: replacing it", ce->name);
 			export_remove(t, old);
 		}
-		e = export_create(ce);
+		e = export_create(t, ce);
 		if (e == NULL) {
 			cfg_export_free(ce);
 			continue;

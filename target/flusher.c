@@ -1,94 +1,94 @@
-/* Group-committing flusher thread, one per backing file (target/flusher.h). */
+/* Group commit on the event loop, one flusher per backing file
+ * (target/flusher.h). */
 #include <errno.h>
-#include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "flusher.h"
 #include "log.h"
 
 struct flusher {
-	pthread_mutex_t lock;
-	pthread_cond_t  cond;
-	struct job *head, *tail;     /* waiting for the next fdatasync */
-	int stopping;
-	int fd;
+	struct ioq *io;
+	struct job sync;             /* the running fdatasync */
+	struct ioq_deferred kick;    /* start a batch before the next submit */
+	int running;
+	struct job *batch;           /* covered by the running fdatasync */
+	struct job *head, *tail;     /* waiting for the next one */
 	char name[64];
-	pthread_t thread;
 	struct flusher_stats stats;
 };
 
-static void *
-flusher_main(void *arg)
+/* Everything queued now was written before this sync starts. */
+static void
+flusher_start(struct flusher *f)
 {
-	struct flusher *f = arg;
-	struct job *batch, *j, *next;
+	if (f->running || f->head == NULL)
+		return;
+	f->batch = f->head;
+	f->head = f->tail = NULL;
+	f->running = 1;
+	ioq_submit(f->io, &f->sync);
+}
+
+static void
+flusher_sync_done(struct job *sync)
+{
+	struct flusher *f = sync->owner;
+	struct job *batch = f->batch, *j, *next;
+	int r = sync->result;
 	uint64_t n;
-	int r;
 
-	pthread_mutex_lock(&f->lock);
-	for (;;) {
-		while (f->head == NULL && !f->stopping)
-			pthread_cond_wait(&f->cond, &f->lock);
-		if (f->head == NULL)
-			break;
-		/* Everything queued now was written before this sync starts. */
-		batch = f->head;
-		f->head = f->tail = NULL;
-		pthread_mutex_unlock(&f->lock);
-
-		r = fdatasync(f->fd) < 0 ? -errno : 0;
-		if (r < 0)
-			log_warnx("%s: fdatasync: %s", f->name, strerror(-r));
-		/* Count before completing: whoever sees a completion must
-		 * also see it in the stats. */
-		for (n = 0, j = batch; j != NULL; j = j->next)
-			n++;
-		pthread_mutex_lock(&f->lock);
-		f->stats.syncs++;
-		f->stats.jobs += n;
-		if (n > f->stats.max_batch)
-			f->stats.max_batch = n;
-		if (r < 0)
-			f->stats.errors++;
-		pthread_mutex_unlock(&f->lock);
-
-		for (j = batch; j != NULL; j = next) {
-			next = j->next;
-			j->next = NULL;
-			j->result = r;
-			j->done(j);
-		}
-		pthread_mutex_lock(&f->lock);
+	if (r < 0)
+		log_warnx("%s: fdatasync: %s", f->name, strerror(-r));
+	for (n = 0, j = batch; j != NULL; j = j->next)
+		n++;
+	f->stats.syncs++;
+	f->stats.jobs += n;
+	if (n > f->stats.max_batch)
+		f->stats.max_batch = n;
+	if (r < 0)
+		f->stats.errors++;
+	f->batch = NULL;
+	f->running = 0;
+	/* Jobs that joined while this sync ran get the next one, started
+	 * before the next submit, so that whatever else completes in this
+	 * round joins it too. */
+	if (f->head != NULL)
+		ioq_defer(f->io, &f->kick);
+	for (j = batch; j != NULL; j = next) {
+		next = j->next;
+		j->next = NULL;
+		j->result = r;
+		j->done(j);
 	}
-	pthread_mutex_unlock(&f->lock);
-	return NULL;
+}
+
+static void
+flusher_kick(struct ioq_deferred *d)
+{
+	struct flusher *f = (struct flusher *)(void *)((char *)d - offsetof(struct flusher, kick));
+
+	flusher_start(f);
 }
 
 struct flusher *
-flusher_create(int fd, const char *name)
+flusher_create(int fd, const char *name, struct ioq *io)
 {
 	struct flusher *f = calloc(1, sizeof(*f));
-	int r;
 
 	if (f == NULL) {
 		log_warnx("%s: flusher: out of memory", name);
 		return NULL;
 	}
-	f->fd = fd;
+	f->io = io;
 	snprintf(f->name, sizeof(f->name), "%s", name);
-	pthread_mutex_init(&f->lock, NULL);
-	pthread_cond_init(&f->cond, NULL);
-	r = pthread_create(&f->thread, NULL, flusher_main, f);
-	if (r != 0) {
-		log_warnx("%s: flusher: pthread_create: %s", name, strerror(r));
-		pthread_cond_destroy(&f->cond);
-		pthread_mutex_destroy(&f->lock);
-		free(f);
-		return NULL;
-	}
+	f->sync.op = JOB_SYNC;
+	f->sync.fd = fd;
+	f->sync.done = flusher_sync_done;
+	f->sync.owner = f;
+	f->kick.fn = flusher_kick;
 	return f;
 }
 
@@ -97,13 +97,11 @@ flusher_destroy(struct flusher *f)
 {
 	if (f == NULL)
 		return;
-	pthread_mutex_lock(&f->lock);
-	f->stopping = 1;
-	pthread_cond_signal(&f->cond);
-	pthread_mutex_unlock(&f->lock);
-	pthread_join(f->thread, NULL);
-	pthread_cond_destroy(&f->cond);
-	pthread_mutex_destroy(&f->lock);
+	if (flusher_busy(f) || f->kick.queued) {
+		/* Its sync job is still in the ioq: leak it, never free it. */
+		log_warnx("%s: flusher still busy at its end", f->name);
+		return;
+	}
 	free(f);
 }
 
@@ -111,20 +109,23 @@ void
 flusher_submit(struct flusher *f, struct job *j)
 {
 	j->next = NULL;
-	pthread_mutex_lock(&f->lock);
 	if (f->tail != NULL)
 		f->tail->next = j;
 	else
 		f->head = j;
 	f->tail = j;
-	pthread_cond_signal(&f->cond);
-	pthread_mutex_unlock(&f->lock);
+	if (!f->running)
+		ioq_defer(f->io, &f->kick);
+}
+
+int
+flusher_busy(const struct flusher *f)
+{
+	return f->running || f->head != NULL;
 }
 
 void
-flusher_get_stats(struct flusher *f, struct flusher_stats *st)
+flusher_get_stats(const struct flusher *f, struct flusher_stats *st)
 {
-	pthread_mutex_lock(&f->lock);
 	*st = f->stats;
-	pthread_mutex_unlock(&f->lock);
 }

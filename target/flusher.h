@@ -1,30 +1,38 @@
-/* Group commit for one backing file.
+/* Group commit for one backing file, driven by the event loop.
  *
- * A write that must be durable, or a FLUSH, submits a JOB_SYNC job after its
- * data reached the file (pwrite returned).  The flusher thread takes every
- * job waiting at that moment as one batch, runs one fdatasync, and completes
- * the whole batch with its result.  Jobs submitted while an fdatasync runs
- * wait for the next one: a batch's sync always *started* after each of its
- * writes completed, so one sync covers every write completed before it. */
+ * A write that must be durable, or a FLUSH, is handed to the flusher with
+ * flusher_submit() after its data reached the file (its write job
+ * completed).  When no fdatasync is running, the flusher takes every job
+ * waiting at that moment as one batch and submits one fdatasync job to the
+ * loop's ioq (io_uring's IORING_OP_FSYNC with IORING_FSYNC_DATASYNC, or a
+ * worker); when it returns, the whole batch completes with its result.
+ * Jobs submitted while an fdatasync runs wait for the next one: a batch's
+ * sync always *started* after each of its writes completed, so one sync
+ * covers every write completed before it.  Event-loop thread only. */
 #ifndef RDMABLK_TARGET_FLUSHER_H
 #define RDMABLK_TARGET_FLUSHER_H
 
 #include <stdint.h>
 
+#include "ioq.h"
 #include "workq.h"
 
 struct flusher_stats {
 	uint64_t syncs;         /* fdatasync calls */
-	uint64_t jobs;          /* JOB_SYNC jobs completed */
+	uint64_t jobs;          /* jobs completed by them */
 	uint64_t max_batch;     /* largest batch one fdatasync covered */
 	uint64_t errors;        /* failed fdatasync calls */
 };
 
 struct flusher;
-struct flusher *flusher_create(int fd, const char *name);
-/* Completes every queued job first. */
+struct flusher *flusher_create(int fd, const char *name, struct ioq *io);
+/* No fdatasync may be running (every submitted job has completed). */
 void flusher_destroy(struct flusher *f);
+/* j->done(j) runs once a sync that started after this call returned, with
+ * j->result set to its result (0 or -errno). */
 void flusher_submit(struct flusher *f, struct job *j);
-void flusher_get_stats(struct flusher *f, struct flusher_stats *st);
+/* 1 while an fdatasync is running or jobs wait. */
+int  flusher_busy(const struct flusher *f);
+void flusher_get_stats(const struct flusher *f, struct flusher_stats *st);
 
 #endif

@@ -1,8 +1,11 @@
 /* The event loop: one thread, one epoll set for the CM channel, every
- * connection's completion channel, the worker-completion eventfd and a
- * signalfd.  After each round, waiting requests are resumed and finished
- * connections freed (never in the middle of a round: the round's other
- * events may still point at them). */
+ * connection's completion channel, the io_uring's eventfd (and the worker
+ * threads' completion eventfd) and a signalfd.  The thread that receives a
+ * request also submits its backing I/O and reaps its completion (ioq.h).
+ * After each round, waiting requests are resumed, the round's backing I/O
+ * is submitted in one call, and finished connections are freed (never in
+ * the middle of a round: the round's other events may still point at
+ * them). */
 #include <errno.h>
 #include <signal.h>
 #include <string.h>
@@ -36,8 +39,9 @@ loop_reload(struct target *t)
 		log_warnx("reload: listen/port changes need a restart; still on %s port %u",
 			  t->cfg->listen_host, t->cfg->port);
 	if (nc->max_io != t->cfg->max_io || nc->buffer_pool != t->cfg->buffer_pool ||
-	    nc->threads != t->cfg->threads)
-		log_warnx("reload: max-io, buffer-pool and threads changes need a restart");
+	    nc->threads != t->cfg->threads || nc->io_engine != t->cfg->io_engine)
+		log_warnx("reload: max-io, buffer-pool, threads and io-engine changes need "
+			  "a restart");
 	/* What may change live. */
 	t->cfg->queue_depth = nc->queue_depth;
 	t->cfg->inline_max = nc->inline_max;
@@ -88,18 +92,6 @@ loop_signal(struct target *t)
 }
 
 static void
-loop_compq(struct target *t)
-{
-	struct job *j, *next;
-
-	for (j = compq_take(t->compq); j != NULL; j = next) {
-		next = j->next;
-		j->next = NULL;
-		req_job_done(j->owner);
-	}
-}
-
-static void
 loop_kick_all(struct target *t)
 {
 	struct device *d;
@@ -145,8 +137,8 @@ loop_run(struct target *t)
 			case EP_COMP:
 				conn_handle_cq_event(eh->obj);
 				break;
-			case EP_COMPQ:
-				loop_compq(t);
+			case EP_IOQ:
+				ioq_reap(t->ioq);
 				break;
 			case EP_SIGNAL:
 				loop_signal(t);
@@ -157,7 +149,12 @@ loop_run(struct target *t)
 				break;
 			}
 		}
+		/* Submit the round's backing I/O (one syscall) and finish
+		 * what the page cache served at once, then resume waiters,
+		 * which may queue more. */
+		ioq_flush(t->ioq);
 		loop_kick_all(t);
+		ioq_flush(t->ioq);
 		admin_expire(t);
 	}
 	return 0;

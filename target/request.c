@@ -134,8 +134,10 @@ req_post_rdma_read(struct req *r)
 	return REQ_TRANSFERRING_FROM_HOST;
 }
 
-/* 1 when r's READ was wholly in the page cache and is done, on this thread.
- * An export whose file refuses RWF_NOWAIT stops trying (said once). */
+/* Worker threads only (io-engine = threads, or no io_uring): 1 when r's
+ * READ was wholly in the page cache and is done, on this thread.  An
+ * export whose file refuses RWF_NOWAIT stops trying (said once).  With
+ * io_uring the ring's own non-blocking first attempt does this. */
 static int
 req_read_cached(struct req *r)
 {
@@ -158,6 +160,7 @@ req_execute(struct req *r)
 {
 	struct conn *c = r->c;
 	struct export *e = c->exp;
+	struct ioq *io = c->t->ioq;
 	struct job *j = &r->job;
 
 	memset(j, 0, sizeof(*j));
@@ -167,14 +170,12 @@ req_execute(struct req *r)
 	j->len = r->info.length;
 	j->done = req_job_complete;
 	j->owner = r;
-	c->io_inflight++;
 	switch (r->info.opcode) {
 	case RB_OP_READ:
 		j->op = JOB_READ;
 		j->buf = r->buf;
-		if (req_read_cached(r)) {
+		if (ioq_engine(io) == IOQ_THREADS && req_read_cached(r)) {
 			/* A page-cache hit: no round trip through a worker. */
-			c->io_inflight--;
 			r->io_result = 0;
 			if (r->start_ns != 0)
 				c->stats.reads_cached++;
@@ -196,15 +197,17 @@ req_execute(struct req *r)
 		/* One group-committed fdatasync covers every write replied to
 		 * before this FLUSH arrived, on any connection. */
 		j->op = JOB_SYNC;
+		c->io_inflight++;
 		flusher_submit(e->flusher, j);
 		return REQ_DURABILITY_WAIT;
 	}
-	if (is_write_type(r->info.opcode) && req_needs_sync(r))
-		j->sync_after = e->flusher;
-	workq_submit(c->t->workq, j);
+	c->io_inflight++;
+	ioq_submit(io, j);
 	return REQ_EXECUTING;
 }
 
+/* The backing I/O returned.  A write-type request that must be durable and
+ * succeeded joins the flusher's next batch (group commit). */
 static enum req_state
 req_executed(struct req *r)
 {
@@ -217,9 +220,13 @@ req_executed(struct req *r)
 			  (unsigned long long)r->info.offset, r->info.length,
 			  strerror(-r->io_result));
 		r->status = rb_errno_to_error(-r->io_result);
+		return REQ_READY_TO_REPLY;
 	}
-	/* A write that must be durable and succeeded never gets here: the
-	 * worker handed it to the flusher (sync_after). */
+	if (is_write_type(r->info.opcode) && req_needs_sync(r)) {
+		c->io_inflight++;
+		flusher_submit(e->flusher, &r->job);
+		return REQ_DURABILITY_WAIT;
+	}
 	return REQ_READY_TO_REPLY;
 }
 
@@ -427,13 +434,11 @@ req_send_done(struct req *r, int ok)
 	req_process(r);
 }
 
-/* Worker or flusher thread: hand the job back to the event loop. */
+/* The ioq or the flusher, on the event-loop thread: the job is done. */
 static void
 req_job_complete(struct job *j)
 {
-	struct req *r = j->owner;
-
-	compq_push(r->c->t->compq, j);
+	req_job_done(j->owner);
 }
 
 void
@@ -443,10 +448,9 @@ req_job_done(struct req *r)
 
 	c->io_inflight--;
 	r->io_result = r->job.result;
-	/* A write the worker handed on to the flusher comes back synced. */
-	if (r->state == REQ_EXECUTING && r->job.synced)
-		r->state = REQ_DURABILITY_WAIT;
 	if (r->state == REQ_EXECUTING) {
+		if (r->info.opcode == RB_OP_READ && r->job.inline_done && r->start_ns != 0)
+			c->stats.reads_cached++;   /* the page cache had it */
 		r->state = REQ_EXECUTED;
 	} else if (r->state == REQ_DURABILITY_WAIT) {
 		if (r->io_result < 0) {

@@ -8,6 +8,7 @@
 #include "pool.h"
 #include "protocol.h"
 #include "target.h"
+#include "ioq.h"
 #include "workq.h"
 
 enum req_state {
@@ -16,10 +17,10 @@ enum req_state {
 	REQ_NEED_BUFFER,            /* waiting for a pool buffer (back-pressure) */
 	REQ_NEED_SQ_READ,           /* WRITE: buffer held, waiting for send-queue room */
 	REQ_TRANSFERRING_FROM_HOST, /* WRITE: RDMA READ of the data posted */
-	REQ_READY_TO_EXECUTE,       /* data (if any) is here: hand to a worker */
-	REQ_EXECUTING,              /* a worker runs the backing I/O (and hands a write
-	                             * that must be durable on to the flusher) */
-	REQ_EXECUTED,               /* backing I/O returned */
+	REQ_READY_TO_EXECUTE,       /* data (if any) is here: submit the backing I/O */
+	REQ_EXECUTING,              /* its job is in the ioq (io_uring or a worker) */
+	REQ_EXECUTED,               /* backing I/O returned; a write that must be
+	                             * durable joins the flusher's batch */
 	REQ_DURABILITY_WAIT,        /* in the flusher's batch (group commit) */
 	REQ_READY_TO_REPLY,         /* status known: repost recv, post reply */
 	REQ_TRANSFERRING_TO_HOST,   /* READ: RDMA WRITE + reply SEND posted */

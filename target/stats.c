@@ -1,8 +1,7 @@
 /* Live statistics (target/stats.h): aggregation and the two renderings
  * served over the admin socket, JSON and a human table.  Rendering runs on
- * the event-loop thread, like every update, so it sees a consistent
- * snapshot without locks (the flushers' counters are read under their
- * mutex by flusher_get_stats). */
+ * the event-loop thread, like every update (the flushers' and the ioq's
+ * counters included), so it sees a consistent snapshot without locks. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -289,6 +288,21 @@ json_io(struct sbuf *b, const struct stats_io *s, uint64_t in_flight, const char
 	sb_printf(b, "\n%s}", ind);
 }
 
+/* Where backing I/O ran: the event loop's io_uring or worker threads. */
+static void
+json_backing_io(struct target *t, struct sbuf *b)
+{
+	struct ioq_stats st;
+
+	ioq_get_stats(t->ioq, &st);
+	sb_printf(b, "  \"backing_io\": {\"engine\": \"%s\", \"uring_jobs\": %llu, "
+		  "\"uring_resubmits\": %llu, \"uring_submit_calls\": %llu, "
+		  "\"worker_jobs\": %llu, \"in_flight\": %u},\n",
+		  ioq_engine_name(ioq_engine(t->ioq)), (unsigned long long)st.uring_jobs,
+		  (unsigned long long)st.uring_resubmits, (unsigned long long)st.submit_calls,
+		  (unsigned long long)st.worker_jobs, ioq_inflight(t->ioq));
+}
+
 static void
 json_render(struct target *t, struct sbuf *b)
 {
@@ -311,6 +325,7 @@ json_render(struct target *t, struct sbuf *b)
 		sb_printf(b, ", \"%s\": %llu", refusal_names[i],
 			  (unsigned long long)t->stats.refused[i]);
 	sb_printf(b, "},\n");
+	json_backing_io(t, b);
 
 	total_snapshot(t, &io, &inf);
 	sb_printf(b, "  \"total\": {\n    ");
@@ -444,7 +459,19 @@ human_render(struct target *t, struct sbuf *b)
 		if (t->stats.refused[i] != 0)
 			sb_printf(b, ", %s %llu", refusal_names[i],
 				  (unsigned long long)t->stats.refused[i]);
-	sb_printf(b, "\n\n");
+	sb_printf(b, "\n");
+	{
+		struct ioq_stats st;
+
+		ioq_get_stats(t->ioq, &st);
+		sb_printf(b, "backing I/O: %s; %llu jobs on io_uring (%llu short, continued; "
+			  "%llu submit calls), %llu on worker threads\n\n",
+			  ioq_engine_name(ioq_engine(t->ioq)),
+			  (unsigned long long)st.uring_jobs,
+			  (unsigned long long)st.uring_resubmits,
+			  (unsigned long long)st.submit_calls,
+			  (unsigned long long)st.worker_jobs);
+	}
 
 	sb_printf(b, io_header, "EXPORT", "INFL", "READS", "WRITES", "FLUSHES", "TRIMS",
 		  "ZEROES", "NOPS", "READ", "WRITTEN", "ERRORS");

@@ -6,8 +6,8 @@
  *   struct conn      one per RDMA CM connection (conn.c)
  *   struct req       one request slot of a connection (request.c)
  *
- * Everything here is touched by the event-loop thread only; worker and
- * flusher threads see nothing but struct job. */
+ * Everything here is touched by the event-loop thread only; the worker
+ * threads (io_uring's fallback, ioq.h) see nothing but struct job. */
 #ifndef RDMABLK_TARGET_TARGET_H
 #define RDMABLK_TARGET_TARGET_H
 
@@ -17,6 +17,7 @@
 
 #include "config.h"
 #include "flusher.h"
+#include "ioq.h"
 #include "pool.h"
 #include "protocol.h"
 #include "stats.h"
@@ -26,7 +27,7 @@
 enum ep_type {
 	EP_CM,          /* the RDMA CM event channel */
 	EP_COMP,        /* one connection's completion channel */
-	EP_COMPQ,       /* worker/flusher completions (eventfd) */
+	EP_IOQ,         /* backing I/O completions: the ring's and the workers' eventfds */
 	EP_SIGNAL,      /* signalfd */
 	EP_ADMIN,       /* the admin socket (admin.c) */
 	EP_ADMIN_CLIENT, /* one admin client */
@@ -78,15 +79,14 @@ struct target {
 	const char *config_file;
 	int epfd;
 	int sigfd;
-	struct ep_handler cm_eh, compq_eh, sig_eh;
+	struct ep_handler cm_eh, ioq_eh, sig_eh;
 	struct rdma_event_channel *cm_channel;
 	struct rdma_cm_id *listen_id;
 	struct device *devices;
 	struct export *exports;
 	struct conn *conns;
 	unsigned nconns;
-	struct workq *workq;
-	struct compq *compq;
+	struct ioq *ioq;            /* backing I/O: io_uring, or worker threads */
 	int shutting_down;
 	uint64_t next_conn_id;
 	uint64_t next_watch_ns;     /* connection deadlines are checked once a second */

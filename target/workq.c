@@ -11,7 +11,6 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#include "flusher.h"
 #include "log.h"
 #include "workq.h"
 
@@ -154,6 +153,7 @@ struct workq {
 	int stopping;
 	unsigned nthreads;
 	pthread_t *threads;
+	struct compq *cq;
 };
 
 static void *
@@ -175,12 +175,7 @@ worker_main(void *arg)
 		pthread_mutex_unlock(&wq->lock);
 		j->next = NULL;
 		job_execute(j);
-		if (j->sync_after != NULL && j->result == 0) {
-			j->synced = 1;
-			flusher_submit(j->sync_after, j);
-		} else {
-			j->done(j);
-		}
+		compq_push(wq->cq, j);
 		pthread_mutex_lock(&wq->lock);
 	}
 	pthread_mutex_unlock(&wq->lock);
@@ -188,7 +183,7 @@ worker_main(void *arg)
 }
 
 struct workq *
-workq_create(unsigned nthreads)
+workq_create(unsigned nthreads, struct compq *cq)
 {
 	struct workq *wq = calloc(1, sizeof(*wq));
 	unsigned i;
@@ -203,6 +198,7 @@ workq_create(unsigned nthreads)
 		log_warnx("workq: out of memory");
 		goto out_free;
 	}
+	wq->cq = cq;
 	pthread_mutex_init(&wq->lock, NULL);
 	pthread_cond_init(&wq->cond, NULL);
 	for (i = 0; i < nthreads; i++) {

@@ -1,9 +1,11 @@
-/* Backing-store I/O off the event loop.
+/* Backing-store jobs, and worker threads for the jobs io_uring cannot run.
  *
- * A struct job describes one pread/pwrite/fallocate/ioctl/fdatasync.  Worker
- * threads (struct workq) run them; a finished job goes to its `done`
- * callback, which in the daemon is compq_push(): a mutex-protected list plus
- * an eventfd that the event loop watches.  Nothing here touches RDMA. */
+ * A struct job describes one pread/pwrite/fallocate/ioctl/fdatasync.  The
+ * event loop hands jobs to its ioq (ioq.h), which runs most of them on
+ * io_uring; the rest go to worker threads (struct workq), which push each
+ * finished job onto a completion queue (struct compq: a mutex-protected list
+ * plus an eventfd that the event loop watches).  j->done is always called
+ * on the event-loop thread.  Nothing here touches RDMA. */
 #ifndef RDMABLK_TARGET_WORKQ_H
 #define RDMABLK_TARGET_WORKQ_H
 
@@ -15,7 +17,7 @@ enum job_op {
 	JOB_WRITE,         /* pwrite len bytes from buf at off */
 	JOB_TRIM,          /* punch a hole / BLKDISCARD */
 	JOB_ZERO,          /* zero range / BLKZEROOUT / write zeros */
-	JOB_SYNC,          /* durability wait: completed by a flusher */
+	JOB_SYNC,          /* fdatasync (a flusher's group commit) */
 };
 
 struct job;
@@ -32,14 +34,10 @@ struct job {
 	const void *src;           /* JOB_WRITE source */
 	uint64_t off;
 	uint32_t len;
-	uint64_t flush_gen;        /* JOB_SYNC: the flush generation it needs */
 	int      result;           /* 0 or -errno */
-	/* A write that must be durable: when it succeeds, the worker hands it
-	 * straight to this flusher (no trip through the event loop), and the
-	 * job comes back with synced set and the fdatasync's result. */
-	struct flusher *sync_after;
-	int      synced;
-	job_done_fn *done;
+	uint32_t done_bytes;       /* io_uring: transferred so far (short I/O) */
+	int      inline_done;      /* io_uring: completed while being submitted */
+	job_done_fn *done;         /* on the event-loop thread */
 	void    *owner;
 };
 
@@ -53,13 +51,14 @@ void job_execute(struct job *j);
 int  job_try_now(struct job *j);
 
 struct workq;
-struct workq *workq_create(unsigned nthreads);
+struct compq;
+/* Finished jobs go onto cq. */
+struct workq *workq_create(unsigned nthreads, struct compq *cq);
 /* Joins the threads after running every queued job. */
 void workq_destroy(struct workq *wq);
 void workq_submit(struct workq *wq, struct job *j);
 
 /* Completion queue from threads back to the event loop. */
-struct compq;
 struct compq *compq_create(void);
 void compq_destroy(struct compq *cq);
 int  compq_fd(const struct compq *cq);      /* readable when jobs are done */

@@ -1,0 +1,359 @@
+/* The event loop's backing-store I/O: io_uring, or worker threads where
+ * io_uring cannot serve (target/ioq.h). */
+#include <errno.h>
+#include <linux/falloc.h>
+#include <liburing.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "ioq.h"
+#include "log.h"
+
+struct ioq {
+	enum ioq_engine engine;
+	struct io_uring ring;
+	int efd;                    /* registered with the ring; -1 without one */
+	unsigned queued;            /* SQEs prepared since the last submit */
+	unsigned inflight;          /* jobs submitted, not yet completed */
+	struct workq *wq;
+	struct compq *cq;
+	struct ioq_deferred *deferred;
+	struct ioq_stats stats;
+};
+
+const char *
+ioq_engine_name(enum ioq_engine e)
+{
+	return e == IOQ_IO_URING ? "io_uring" : "threads";
+}
+
+static int
+ioq_ring_init(struct ioq *q, unsigned entries)
+{
+	int r;
+
+	r = io_uring_queue_init(entries, &q->ring, 0);
+	if (r < 0) {
+		log_warnx("io_uring unavailable (%s): backing I/O runs on worker threads",
+			  strerror(-r));
+		return -1;
+	}
+	q->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (q->efd < 0) {
+		log_warn("io_uring: eventfd");
+		goto out_exit_ring;
+	}
+	r = io_uring_register_eventfd(&q->ring, q->efd);
+	if (r < 0) {
+		log_warnx("io_uring_register_eventfd: %s: backing I/O runs on worker threads",
+			  strerror(-r));
+		goto out_close_efd;
+	}
+	return 0;
+
+out_close_efd:
+	close(q->efd);
+	q->efd = -1;
+out_exit_ring:
+	io_uring_queue_exit(&q->ring);
+	return -1;
+}
+
+struct ioq *
+ioq_create(enum ioq_engine want, unsigned entries, unsigned nthreads)
+{
+	struct ioq *q = calloc(1, sizeof(*q));
+
+	if (q == NULL) {
+		log_warnx("ioq: out of memory");
+		return NULL;
+	}
+	q->efd = -1;
+	q->engine = IOQ_THREADS;
+	if (want == IOQ_IO_URING && ioq_ring_init(q, entries) == 0)
+		q->engine = IOQ_IO_URING;
+	q->cq = compq_create();
+	if (q->cq == NULL)
+		goto out_ring;
+	q->wq = workq_create(nthreads, q->cq);
+	if (q->wq == NULL)
+		goto out_compq;
+	log_info("backing I/O: %s%s", ioq_engine_name(q->engine),
+		 q->engine == IOQ_IO_URING ?
+		 " on the event loop (block-device trim/zero on worker threads)" :
+		 " (worker threads)");
+	return q;
+
+out_compq:
+	compq_destroy(q->cq);
+out_ring:
+	if (q->engine == IOQ_IO_URING) {
+		io_uring_queue_exit(&q->ring);
+		close(q->efd);
+	}
+	free(q);
+	return NULL;
+}
+
+void
+ioq_destroy(struct ioq *q)
+{
+	if (q == NULL)
+		return;
+	if (q->inflight != 0)
+		log_warnx("ioq: %u backing jobs still in flight at exit", q->inflight);
+	workq_destroy(q->wq);
+	compq_destroy(q->cq);
+	if (q->engine == IOQ_IO_URING) {
+		io_uring_queue_exit(&q->ring);
+		close(q->efd);
+	}
+	free(q);
+}
+
+enum ioq_engine
+ioq_engine(const struct ioq *q)
+{
+	return q->engine;
+}
+
+int
+ioq_fd(const struct ioq *q)
+{
+	return q->efd;
+}
+
+int
+ioq_worker_fd(const struct ioq *q)
+{
+	return compq_fd(q->cq);
+}
+
+unsigned
+ioq_inflight(const struct ioq *q)
+{
+	return q->inflight;
+}
+
+void
+ioq_get_stats(const struct ioq *q, struct ioq_stats *st)
+{
+	*st = q->stats;
+}
+
+/* ---- io_uring ---- */
+
+/* Can the ring do j (or its next part)? */
+static int
+ioq_ring_serves(const struct job *j)
+{
+	switch (j->op) {
+	case JOB_READ:
+	case JOB_WRITE:
+	case JOB_SYNC:
+		return 1;
+	case JOB_TRIM:
+	case JOB_ZERO:
+		return !j->is_blockdev;
+	}
+	return 0;
+}
+
+static struct io_uring_sqe *
+ioq_get_sqe(struct ioq *q)
+{
+	struct io_uring_sqe *sqe = io_uring_get_sqe(&q->ring);
+
+	if (sqe == NULL) {
+		/* The SQ ring is full: hand it to the kernel and go on. */
+		q->stats.submit_calls++;
+		io_uring_submit(&q->ring);
+		q->queued = 0;
+		sqe = io_uring_get_sqe(&q->ring);
+	}
+	return sqe;
+}
+
+/* Prepare the SQE for what is left of j.  0, or -1 when the ring has no
+ * room even after a submit (the caller hands j to a worker). */
+static int
+ioq_prep(struct ioq *q, struct job *j)
+{
+	struct io_uring_sqe *sqe = ioq_get_sqe(q);
+	uint32_t d = j->done_bytes;
+
+	if (sqe == NULL)
+		return -1;
+	switch (j->op) {
+	case JOB_READ:
+		io_uring_prep_read(sqe, j->fd, (char *)j->buf + d, j->len - d, j->off + d);
+		break;
+	case JOB_WRITE:
+		io_uring_prep_write(sqe, j->fd, (const char *)j->src + d, j->len - d,
+				    j->off + d);
+		break;
+	case JOB_TRIM:
+		io_uring_prep_fallocate(sqe, j->fd,
+					FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+					(off_t)j->off, (off_t)j->len);
+		break;
+	case JOB_ZERO:
+		io_uring_prep_fallocate(sqe, j->fd,
+					FALLOC_FL_ZERO_RANGE | FALLOC_FL_KEEP_SIZE,
+					(off_t)j->off, (off_t)j->len);
+		break;
+	case JOB_SYNC:
+		io_uring_prep_fsync(sqe, j->fd, IORING_FSYNC_DATASYNC);
+		break;
+	}
+	io_uring_sqe_set_data(sqe, j);
+	q->queued++;
+	return 0;
+}
+
+static void
+ioq_to_worker(struct ioq *q, struct job *j)
+{
+	workq_submit(q->wq, j);
+}
+
+void
+ioq_submit(struct ioq *q, struct job *j)
+{
+	j->done_bytes = 0;
+	j->inline_done = 0;
+	j->result = 0;
+	q->inflight++;
+	if (q->engine == IOQ_IO_URING && ioq_ring_serves(j) && ioq_prep(q, j) == 0)
+		return;
+	ioq_to_worker(q, j);
+}
+
+static void
+ioq_complete(struct ioq *q, struct job *j)
+{
+	q->inflight--;
+	j->done(j);
+}
+
+/* One CQE: finish j, continue a short transfer, or fall back. */
+static void
+ioq_ring_done(struct ioq *q, struct job *j, int res, int during_submit)
+{
+	if (res >= 0 && (j->op == JOB_READ || j->op == JOB_WRITE)) {
+		j->done_bytes += (uint32_t)res;
+		if (res == 0 && j->done_bytes < j->len) {
+			if (j->op == JOB_READ) {
+				/* Past EOF of a regular file reads as zeros. */
+				memset((char *)j->buf + j->done_bytes, 0,
+				       j->len - j->done_bytes);
+				j->done_bytes = j->len;
+			} else {
+				res = -ENOSPC;
+			}
+		}
+		if (res >= 0 && j->done_bytes < j->len) {
+			q->stats.uring_resubmits++;
+			if (ioq_prep(q, j) == 0)
+				return;
+			/* No SQE: let a worker do the rest. */
+			ioq_to_worker(q, j);
+			return;
+		}
+	}
+	if (res == -EOPNOTSUPP) {
+		if (j->op == JOB_TRIM) {
+			res = 0;    /* TRIM is advisory (as job_execute) */
+		} else if (j->op == JOB_ZERO) {
+			/* No ZERO_RANGE here: the worker punches a hole or
+			 * writes zeros (job_execute's whole chain). */
+			ioq_to_worker(q, j);
+			return;
+		}
+	}
+	j->result = res < 0 ? res : 0;
+	j->inline_done = during_submit;
+	q->stats.uring_jobs++;
+	ioq_complete(q, j);
+}
+
+static void
+ioq_ring_reap(struct ioq *q, int during_submit)
+{
+	struct io_uring_cqe *cqe;
+	struct job *j;
+	int res;
+
+	while (io_uring_peek_cqe(&q->ring, &cqe) == 0) {
+		j = io_uring_cqe_get_data(cqe);
+		res = cqe->res;
+		io_uring_cqe_seen(&q->ring, cqe);
+		ioq_ring_done(q, j, res, during_submit);
+	}
+}
+
+void
+ioq_defer(struct ioq *q, struct ioq_deferred *d)
+{
+	if (d->queued)
+		return;
+	d->queued = 1;
+	d->next = q->deferred;
+	q->deferred = d;
+}
+
+static void
+ioq_run_deferred(struct ioq *q)
+{
+	struct ioq_deferred *d;
+
+	while ((d = q->deferred) != NULL) {
+		q->deferred = d->next;
+		d->next = NULL;
+		d->queued = 0;
+		d->fn(d);
+	}
+}
+
+void
+ioq_flush(struct ioq *q)
+{
+	int r;
+
+	ioq_run_deferred(q);
+	if (q->engine != IOQ_IO_URING)
+		return;
+	while (q->queued > 0) {
+		q->stats.submit_calls++;
+		r = io_uring_submit(&q->ring);
+		if (r < 0) {
+			/* The SQEs stay queued: the next round retries. */
+			if (r != -EAGAIN && r != -EBUSY && r != -EINTR)
+				log_warnx("io_uring_submit: %s", strerror(-r));
+			ioq_ring_reap(q, 0);
+			return;
+		}
+		q->queued = 0;
+		/* What completed during the submit (the page cache had it),
+		 * and short transfers continued, which queue more. */
+		ioq_ring_reap(q, 1);
+		ioq_run_deferred(q);
+	}
+}
+
+void
+ioq_reap(struct ioq *q)
+{
+	struct job *j, *next;
+
+	if (q->engine == IOQ_IO_URING)
+		ioq_ring_reap(q, 0);
+	for (j = compq_take(q->cq); j != NULL; j = next) {
+		next = j->next;
+		j->next = NULL;
+		q->stats.worker_jobs++;
+		ioq_complete(q, j);
+	}
+}
