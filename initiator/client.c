@@ -225,6 +225,9 @@ rb_client_stats(struct rb_client *c, struct rb_stats *s)
 	s->copy_ns = __atomic_load_n(&c->stats.copy_ns, __ATOMIC_RELAXED);
 	s->copy_bytes = __atomic_load_n(&c->stats.copy_bytes, __ATOMIC_RELAXED);
 	s->keepalives = __atomic_load_n(&c->stats.keepalives, __ATOMIC_RELAXED);
+	s->leader_sleeps = __atomic_load_n(&c->stats.leader_sleeps, __ATOMIC_RELAXED);
+	s->follower_wakes = __atomic_load_n(&c->stats.follower_wakes, __ATOMIC_RELAXED);
+	s->handoffs = __atomic_load_n(&c->stats.handoffs, __ATOMIC_RELAXED);
 }
 
 struct retire {
