@@ -111,7 +111,7 @@ slot_progress_locked(struct rb_conn *conn, struct rb_slot *s,
 {
 	if (s->state == RB_SLOT_POSTED && s->replied && !s->mw_live) {
 		if (s->waiter) {
-			s->state = RB_SLOT_DONE;
+			__atomic_store_n(&s->state, RB_SLOT_DONE, __ATOMIC_RELEASE);
 			wake_owner_locked(conn, s, self, w);
 			return;
 		}
@@ -264,8 +264,14 @@ rb_cq_drain(struct rb_conn *conn, struct rb_slot *self, int *self_done)
 		 * already in the send CQ, so one lock round completes both. */
 		nr = ibv_poll_cq(conn->recv_cq, CQ_BATCH, wc);
 		ns = ibv_poll_cq(conn->send_cq, CQ_BATCH, wc + (nr > 0 ? nr : 0));
-		if (nr == 0 && ns == 0 && self == NULL)
+		if (nr == 0 && ns == 0) {
+			/* Nothing reaped: no lock round.  DONE is stored
+			 * atomically, so the owner may look without it. */
+			done = self != NULL &&
+				(__atomic_load_n(&conn->dead, __ATOMIC_ACQUIRE) ||
+				 __atomic_load_n(&self->state, __ATOMIC_ACQUIRE) != RB_SLOT_POSTED);
 			break;
+		}
 		memset(&w, 0, sizeof(w));
 		pthread_mutex_lock(&conn->lock);
 		if (nr < 0 || ns < 0)
