@@ -40,7 +40,7 @@ struct rb_opts {
 	unsigned    timeout_s;     /* per-request deadline, also bounds connecting */
 	unsigned    keepalive_s;   /* NOP when idle this long; 0 disables */
 	unsigned    retry;         /* extra attempts for the first connection */
-	int         busy_poll;     /* completion thread spins instead of sleeping */
+	int         busy_poll;     /* a waiting thread spins instead of sleeping */
 	const char *secret_file;   /* shared secret for an export that has one;
 				    * must not be readable by group/others */
 	int         mr;            /* RB_MR_WINDOW (default, rb_opts_init) or RB_MR_STATIC */
@@ -110,7 +110,8 @@ typedef int rb_list_fn(void *opaque, const char *name, const char *description);
 int rb_list_exports(const struct rb_opts *o, rb_list_fn *cb, void *opaque);
 
 /* Logging hook.  Default: errors to stderr prefixed "rdmablk: ", debug
- * messages dropped.  The hook may be called from the completion thread. */
+ * messages dropped.  The hook may be called from any thread that waits for
+ * a reply, and from the library's housekeeping thread. */
 enum rb_log_level { RB_LOG_ERROR, RB_LOG_DEBUG };
 typedef void rb_log_fn(enum rb_log_level level, const char *msg);
 void rb_set_log(rb_log_fn *fn);
