@@ -4,10 +4,14 @@
  *               [timeout=SECS] [retry=N] [keepalive=SECS] [busy-poll=BOOL]
  *               [secret-file=FILE] [mr=window|static]
  *
- * Each NBD client connection (.open) gets its own RDMA connection.  No
- * verbs resource exists before the fork: the probe connection is made in
- * .after_fork.  Writes with FUA and flushes return only once the target has
- * confirmed the data is on stable storage (RB_REP_DURABLE).
+ * Each NBD client connection (.open) gets its own RDMA connection (one QP);
+ * nbdkit's worker threads for that connection share it, each reaping its
+ * own reply (initiator/NOTES.md: leader/follower).  No verbs resource
+ * exists before the fork: the probe connection is made in .after_fork.
+ * Writes with FUA and flushes return only once the target has confirmed
+ * the data is on stable storage (RB_REP_DURABLE).  FUA is native: every
+ * writable export advertises RB_EXP_FUA, and the per-request flag saves
+ * the separate FLUSH round trip nbdkit's emulation would add.
  */
 #include <arpa/inet.h>
 #include <errno.h>
