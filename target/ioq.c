@@ -131,6 +131,12 @@ ioq_worker_fd(const struct ioq *q)
 	return compq_fd(q->cq);
 }
 
+int
+ioq_pending(const struct ioq *q)
+{
+	return q->queued > 0 || q->deferred != NULL;
+}
+
 unsigned
 ioq_inflight(const struct ioq *q)
 {
@@ -223,7 +229,6 @@ void
 ioq_submit(struct ioq *q, struct job *j)
 {
 	j->done_bytes = 0;
-	j->inline_done = 0;
 	j->result = 0;
 	q->inflight++;
 	if (q->engine == IOQ_IO_URING && ioq_ring_serves(j) && ioq_prep(q, j) == 0)
@@ -240,7 +245,7 @@ ioq_complete(struct ioq *q, struct job *j)
 
 /* One CQE: finish j, continue a short transfer, or fall back. */
 static void
-ioq_ring_done(struct ioq *q, struct job *j, int res, int during_submit)
+ioq_ring_done(struct ioq *q, struct job *j, int res)
 {
 	if (res >= 0 && (j->op == JOB_READ || j->op == JOB_WRITE)) {
 		j->done_bytes += (uint32_t)res;
@@ -274,13 +279,12 @@ ioq_ring_done(struct ioq *q, struct job *j, int res, int during_submit)
 		}
 	}
 	j->result = res < 0 ? res : 0;
-	j->inline_done = during_submit;
 	q->stats.uring_jobs++;
 	ioq_complete(q, j);
 }
 
 static void
-ioq_ring_reap(struct ioq *q, int during_submit)
+ioq_ring_reap(struct ioq *q)
 {
 	struct io_uring_cqe *cqe;
 	struct job *j;
@@ -290,7 +294,7 @@ ioq_ring_reap(struct ioq *q, int during_submit)
 		j = io_uring_cqe_get_data(cqe);
 		res = cqe->res;
 		io_uring_cqe_seen(&q->ring, cqe);
-		ioq_ring_done(q, j, res, during_submit);
+		ioq_ring_done(q, j, res);
 	}
 }
 
@@ -332,13 +336,13 @@ ioq_flush(struct ioq *q)
 			/* The SQEs stay queued: the next round retries. */
 			if (r != -EAGAIN && r != -EBUSY && r != -EINTR)
 				log_warnx("io_uring_submit: %s", strerror(-r));
-			ioq_ring_reap(q, 0);
+			ioq_ring_reap(q);
 			return;
 		}
 		q->queued = 0;
-		/* What completed during the submit (the page cache had it),
+		/* What completed during the submit (a buffered write, often),
 		 * and short transfers continued, which queue more. */
-		ioq_ring_reap(q, 1);
+		ioq_ring_reap(q);
 		ioq_run_deferred(q);
 	}
 }
@@ -349,7 +353,7 @@ ioq_reap(struct ioq *q)
 	struct job *j, *next;
 
 	if (q->engine == IOQ_IO_URING)
-		ioq_ring_reap(q, 0);
+		ioq_ring_reap(q);
 	for (j = compq_take(q->cq); j != NULL; j = next) {
 		next = j->next;
 		j->next = NULL;

@@ -14,7 +14,8 @@
  *
  * Either way j->done(j) runs on the event-loop thread, from ioq_reap()
  * (the ring's or the workers' completions) or from ioq_flush() (a job that
- * completed while it was being submitted: a page-cache hit).  The loop
+ * completed while it was being submitted).  (A READ the page cache holds
+ * never gets here: request.c serves it with preadv2(RWF_NOWAIT) first.)  The loop
  * watches ioq_fd() (the ring's eventfd) and ioq_worker_fd(). */
 #ifndef RDMABLK_TARGET_IOQ_H
 #define RDMABLK_TARGET_IOQ_H
@@ -64,6 +65,8 @@ void ioq_reap(struct ioq *q);
 int  ioq_fd(const struct ioq *q);
 /* Readable when a worker finished a job. */
 int  ioq_worker_fd(const struct ioq *q);
+/* 1 when ioq_flush has something to do (queued SQEs or deferred work). */
+int  ioq_pending(const struct ioq *q);
 /* Jobs submitted and not yet completed. */
 unsigned ioq_inflight(const struct ioq *q);
 void ioq_get_stats(const struct ioq *q, struct ioq_stats *st);

@@ -134,10 +134,10 @@ req_post_rdma_read(struct req *r)
 	return REQ_TRANSFERRING_FROM_HOST;
 }
 
-/* Worker threads only (io-engine = threads, or no io_uring): 1 when r's
- * READ was wholly in the page cache and is done, on this thread.  An
- * export whose file refuses RWF_NOWAIT stops trying (said once).  With
- * io_uring the ring's own non-blocking first attempt does this. */
+/* 1 when r's READ was wholly in the page cache and is done, on this thread,
+ * with one preadv2(RWF_NOWAIT): no io_uring round trip, no completion
+ * event, an exact count of cache hits.  A miss goes to the ioq.  An
+ * export whose file refuses RWF_NOWAIT stops trying (said once). */
 static int
 req_read_cached(struct req *r)
 {
@@ -150,7 +150,8 @@ req_read_cached(struct req *r)
 	if (hit < 0) {
 		e->no_nowait = 1;
 		log_info("export %s: the file does not support RWF_NOWAIT; every "
-			 "READ goes to a worker", e->cfg->name);
+			 "READ goes to %s", e->cfg->name,
+			 ioq_engine(r->c->t->ioq) == IOQ_IO_URING ? "io_uring" : "a worker");
 	}
 	return hit > 0;
 }
@@ -174,8 +175,8 @@ req_execute(struct req *r)
 	case RB_OP_READ:
 		j->op = JOB_READ;
 		j->buf = r->buf;
-		if (ioq_engine(io) == IOQ_THREADS && req_read_cached(r)) {
-			/* A page-cache hit: no round trip through a worker. */
+		if (req_read_cached(r)) {
+			/* A page-cache hit: done on the event loop. */
 			r->io_result = 0;
 			if (r->start_ns != 0)
 				c->stats.reads_cached++;
@@ -449,8 +450,6 @@ req_job_done(struct req *r)
 	c->io_inflight--;
 	r->io_result = r->job.result;
 	if (r->state == REQ_EXECUTING) {
-		if (r->info.opcode == RB_OP_READ && r->job.inline_done && r->start_ns != 0)
-			c->stats.reads_cached++;   /* the page cache had it */
 		r->state = REQ_EXECUTED;
 	} else if (r->state == REQ_DURABILITY_WAIT) {
 		if (r->io_result < 0) {

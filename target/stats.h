@@ -38,9 +38,9 @@ struct stats_op {
 /* Indexed by RB_OP_* (READ, WRITE, FLUSH, TRIM, WRITE_ZEROES, NOP). */
 struct stats_io {
 	struct stats_op op[RB_OP__COUNT];
-	uint64_t reads_cached;        /* READs the page cache served at once: done during
-	                               * their io_uring submit (io-engine = threads:
-	                               * a preadv2 RWF_NOWAIT hit on the event loop) */
+	uint64_t reads_cached;        /* READs served from the page cache on the event
+	                               * loop (preadv2 RWF_NOWAIT), before any io_uring
+	                               * or worker trip */
 };
 
 /* Why a connection was refused, at CONNECT_REQUEST or at HELLO. */

@@ -36,7 +36,6 @@ struct job {
 	uint32_t len;
 	int      result;           /* 0 or -errno */
 	uint32_t done_bytes;       /* io_uring: transferred so far (short I/O) */
-	int      inline_done;      /* io_uring: completed while being submitted */
 	job_done_fn *done;         /* on the event-loop thread */
 	void    *owner;
 };
@@ -45,7 +44,7 @@ struct job {
 void job_execute(struct job *j);
 /* On the caller's thread, only if that need not wait: a READ wholly in the
  * page cache (preadv2 RWF_NOWAIT).  1: done, j->result set; 0: hand the
- * job to a worker; -1: the file does not support RWF_NOWAIT (EOPNOTSUPP),
+ * job to the ioq; -1: the file does not support RWF_NOWAIT (EOPNOTSUPP),
  * so do not try again.  A miss may still start readahead (as io_uring's
  * first, non-blocking attempt does) before it returns. */
 int  job_try_now(struct job *j);
