@@ -59,11 +59,15 @@ conn_create_cqs(struct conn *c)
 		log_warn("%s: ibv_create_cq (send, %u entries)", c->peer, c->sq_depth);
 		goto out_destroy_recv_cq;
 	}
+	/* The receive CQ is always armed.  The send CQ is armed only while
+	 * something waits for a send completion (conn_send_arm): the
+	 * handshake's control SEND here. */
 	if (ibv_req_notify_cq(c->recv_cq, 0) != 0 ||
 	    ibv_req_notify_cq(c->send_cq, 0) != 0) {
 		log_warnx("%s: ibv_req_notify_cq failed", c->peer);
 		goto out_destroy_send_cq;
 	}
+	c->send_armed = 1;
 	return 0;
 
 out_destroy_send_cq:
@@ -417,7 +421,9 @@ conn_post_own(struct conn *c, struct ibv_send_wr *wr, const char *what)
 	struct ibv_send_wr *bad = NULL;
 	int rc;
 
+	conn_post_sends(c);     /* keep the order of what was queued before */
 	wr->send_flags |= IBV_SEND_SIGNALED;
+	wr->next = NULL;
 	c->sq_used++;
 	rc = ibv_post_send(c->qp, wr, &bad);
 	if (rc != 0) {
@@ -727,7 +733,8 @@ wr_type_name(enum wr_type type)
 	switch (type) {
 	case WR_RECV: return "receive";
 	case WR_SEND: return "reply send";
-	case WR_RDMA: return "RDMA";
+	case WR_RDMA: return "RDMA READ";
+	case WR_DATA: return "RDMA WRITE";
 	case WR_CTRL: return "control send";
 	case WR_PROBE: return "liveness probe";
 	}
@@ -762,12 +769,21 @@ conn_handle_wc(struct conn *c, const struct ibv_wc *wc)
 		}
 		break;
 	case WR_SEND:
-		c->sq_used--;
+		/* Its own slot and that of the unsignaled WRITE before it. */
+		c->sq_used -= ((struct req *)ctx->obj)->send_slots;
 		req_send_done(ctx->obj, ok);
 		break;
 	case WR_RDMA:
 		c->sq_used--;
 		req_rdma_done(ctx->obj, ok);
+		break;
+	case WR_DATA:
+		/* Only a failed unsignaled WRITE completes; its slot is freed
+		 * with its SEND's completion, unless that SEND was never
+		 * posted. */
+		if (((struct req *)ctx->obj)->data_orphan)
+			c->sq_used--;
+		req_data_done(ctx->obj, ok);
 		break;
 	case WR_CTRL:
 		c->sq_used--;
@@ -811,18 +827,111 @@ conn_handle_cq_event(struct conn *c)
 		else
 			nrecv++;
 	}
-	if (nsend)
+	if (nsend) {
 		ibv_ack_cq_events(c->send_cq, nsend);
+		c->send_armed = 0;      /* conn_send_arm decides at the round's end */
+	}
 	if (nrecv)
 		ibv_ack_cq_events(c->recv_cq, nrecv);
 	/* Poll until empty, re-arm, poll again: a completion that arrived
-	 * between the last poll and the re-arm is not lost. */
+	 * between the last poll and the re-arm is not lost.  A CQ stays
+	 * armed until its event fires: re-arm only the one that fired. */
 	conn_poll_cq(c, c->recv_cq);
 	conn_poll_cq(c, c->send_cq);
-	if (ibv_req_notify_cq(c->recv_cq, 0) != 0 || ibv_req_notify_cq(c->send_cq, 0) != 0)
+	if (nrecv && ibv_req_notify_cq(c->recv_cq, 0) != 0) {
 		conn_fail(c, "ibv_req_notify_cq failed");
-	conn_poll_cq(c, c->recv_cq);
+		return;
+	}
+	if (nrecv)
+		conn_poll_cq(c, c->recv_cq);
+}
+
+/* ---- posting: one chain per connection and round ---- */
+
+void
+conn_queue_send(struct conn *c, struct ibv_send_wr *first, struct ibv_send_wr *last)
+{
+	last->next = NULL;
+	if (c->post_tail != NULL)
+		c->post_tail->next = first;
+	else
+		c->post_head = first;
+	c->post_tail = last;
+}
+
+/* bad and the WRs after it were not posted: give back their slots and let
+ * their requests move on (the connection is in error by now).  The WRs
+ * before bad were posted and will complete or flush. */
+static void
+conn_unpost(struct ibv_send_wr *first, struct ibv_send_wr *bad)
+{
+	struct ibv_send_wr *wr, *next, *prev = NULL;
+	const struct wr_ctx *ctx, *pctx;
+	int data_posted;
+
+	for (wr = first; wr != NULL && wr != bad; wr = wr->next)
+		prev = wr;
+	for (wr = bad; wr != NULL; wr = next) {
+		next = wr->next;
+		ctx = (const struct wr_ctx *)(uintptr_t)wr->wr_id;
+		pctx = prev != NULL ? (const struct wr_ctx *)(uintptr_t)prev->wr_id : NULL;
+		/* A READ reply whose RDMA WRITE went out but whose SEND did not. */
+		data_posted = wr == bad && ctx->type == WR_SEND && pctx != NULL &&
+			pctx->type == WR_DATA && pctx->obj == ctx->obj;
+		req_unposted(ctx->obj, ctx, data_posted);
+	}
+}
+
+void
+conn_post_sends(struct conn *c)
+{
+	struct ibv_send_wr *first = c->post_head, *bad = NULL;
+	int rc;
+
+	if (first == NULL)
+		return;
+	c->post_head = c->post_tail = NULL;
+	if (c->state == CONN_ERROR || c->qp == NULL) {
+		conn_unpost(first, first);
+		return;
+	}
+	rc = ibv_post_send(c->qp, first, &bad);
+	if (rc == 0)
+		return;
+	log_warnx("%s: ibv_post_send (chained request WRs): %s", c->peer, strerror(rc));
+	conn_fail(c, "cannot post a work request");
+	conn_unpost(first, bad != NULL ? bad : first);
+}
+
+/* Does anything wait for a send completion?  Reply SENDs alone do not:
+ * their completions only free slots and buffers, and are reaped by
+ * polling each round.  RDMA READs (a WRITE's data), control SENDs and
+ * the probe do, and so does anyone short of slots or buffers. */
+static int
+conn_wants_send_events(const struct conn *c)
+{
+	return c->reads_pending > 0 || c->state != CONN_READY || c->ctrl_busy ||
+	       c->probe_busy || c->sq_wait_head != NULL || c->backlog_head != NULL ||
+	       (c->sq_used > 0 && pool_has_waiters(c->dev->pool));
+}
+
+/* Reap send completions; arm the send CQ when something waits for one,
+ * then poll again (a completion between the poll and the arm is not
+ * lost).  Posts what the completions queued. */
+void
+conn_send_arm(struct conn *c)
+{
+	conn_post_sends(c);
 	conn_poll_cq(c, c->send_cq);
+	if (!c->send_armed && conn_wants_send_events(c)) {
+		if (ibv_req_notify_cq(c->send_cq, 0) != 0) {
+			conn_fail(c, "ibv_req_notify_cq failed");
+		} else {
+			c->send_armed = 1;
+			conn_poll_cq(c, c->send_cq);
+		}
+	}
+	conn_post_sends(c);
 }
 
 /* ---- send-queue accounting ---- */
@@ -900,6 +1009,8 @@ conn_kick(struct conn *c)
 	unsigned i;
 
 	if (c->state != CONN_ERROR) {
+		/* Send completions first: they free slots and buffers. */
+		conn_poll_cq(c, c->send_cq);
 		conn_resume(c);
 		if (c->state == CONN_DRAINING && c->active == 0 && c->backlog_head == NULL &&
 		    !c->ctrl_busy)
@@ -907,7 +1018,10 @@ conn_kick(struct conn *c)
 		if (c->state != CONN_ERROR)
 			return 0;
 	}
-	/* Force every request to release what it can. */
+	/* Nothing queued is posted any more (it is given back); reap the
+	 * flushed completions and arm the send CQ for the rest, then force
+	 * every request to release what it can. */
+	conn_send_arm(c);
 	for (i = 0; i < c->nreqs; i++)
 		if (c->reqs[i].state != REQ_FREE)
 			req_process(&c->reqs[i]);
@@ -922,8 +1036,10 @@ conn_kick(struct conn *c)
 		c->cm_id->qp = NULL;
 		c->qp = NULL;
 		c->sq_used = 0;
+		c->reads_pending = 0;
 		for (i = 0; i < c->nreqs; i++) {
 			c->reqs[i].wr_pending = 0;
+			c->reqs[i].data_orphan = 0;
 			if (c->reqs[i].state != REQ_FREE)
 				req_process(&c->reqs[i]);
 		}

@@ -72,9 +72,20 @@ struct conn {
 	struct ibv_mr *ctrl_mr;
 	int ctrl_busy;
 
-	/* send queue accounting: every send WR is signaled */
+	/* Send queue accounting.  Every send WR takes a slot when it is
+	 * queued; a signaled WR's completion frees its own slot and those of
+	 * the unsignaled WRs it covers (a READ's RDMA WRITE, freed with its
+	 * SEND).  So sq_used never undercounts the device's SQ, and the send
+	 * CQ (sq_depth entries) holds every completion that can be pending:
+	 * at most one per counted slot (an unsignaled WR has one only when
+	 * it fails, and its slot is still counted then). */
 	unsigned sq_depth, sq_used;
 	struct req *sq_wait_head, *sq_wait_tail;
+	/* WRs queued in this round, posted as one chain (one doorbell) at
+	 * its end by conn_post_sends. */
+	struct ibv_send_wr *post_head, *post_tail;
+	unsigned reads_pending;     /* RDMA READs not completed: arm the send CQ */
+	int send_armed;             /* the send CQ will raise one event */
 
 	/* request slots: 2 * qd (a slot stays busy until its SEND completes) */
 	struct req *reqs;
@@ -98,17 +109,27 @@ void conn_drain(struct conn *c);
 void conn_handle_cq_event(struct conn *c);
 /* Free a connection that never went live (accept failed). */
 void conn_abort(struct conn *c);
-/* After each event-loop round: resume waiting requests, free a finished
- * connection.  Returns 1 when c was destroyed. */
+/* After each event-loop round: resume waiting requests, post the round's
+ * WRs, reap send completions (the send CQ is armed only while something
+ * waits for one), free a finished connection.  Returns 1 when c was
+ * destroyed. */
 int  conn_kick(struct conn *c);
+/* After every connection's conn_kick: post what is queued, reap send
+ * completions, arm the send CQ if something waits for one. */
+void conn_send_arm(struct conn *c);
 
 /* watch.c: about once a second (loop.c), for a connection not in error:
  * the handshake deadline and the liveness probe. */
 void conn_watch(struct conn *c, uint64_t now_ns);
 
 /* Post one signaled WR of the connection's own (not a request's), counted
- * in the send queue; on failure the connection fails and -1 is returned. */
+ * in the send queue, after the chain queued so far; on failure the
+ * connection fails and -1 is returned. */
 int  conn_post_own(struct conn *c, struct ibv_send_wr *wr, const char *what);
+/* Append first..last (already linked, slots reserved) to the round's chain. */
+void conn_queue_send(struct conn *c, struct ibv_send_wr *first, struct ibv_send_wr *last);
+/* Post the round's chain with one ibv_post_send. */
+void conn_post_sends(struct conn *c);
 
 /* request.c calls back into the connection for these. */
 int  conn_post_recv(struct conn *c, struct recv_buf *rb);

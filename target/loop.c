@@ -111,6 +111,11 @@ loop_kick_all(struct target *t)
 		next = c->next;
 		conn_kick(c);
 	}
+	/* After all of them: a request of one connection may now wait for a
+	 * buffer that another connection's SEND completion frees. */
+	for (c = t->conns; c != NULL; c = c->next)
+		if (c->state != CONN_ERROR)
+			conn_send_arm(c);
 }
 
 int
@@ -118,7 +123,7 @@ loop_run(struct target *t)
 {
 	struct epoll_event evs[32];
 	struct ep_handler *eh;
-	int i, n;
+	int i, n, pass;
 
 	while (!(t->shutting_down && t->conns == NULL)) {
 		n = epoll_wait(t->epfd, evs, 32, LOOP_TICK_MS);
@@ -150,11 +155,16 @@ loop_run(struct target *t)
 			}
 		}
 		/* Submit the round's backing I/O (one syscall) and finish
-		 * what the page cache served at once, then resume waiters,
-		 * which may queue more. */
-		ioq_flush(t->ioq);
-		loop_kick_all(t);
-		ioq_flush(t->ioq);
+		 * what the page cache served at once; resume waiters and post
+		 * each connection's WRs as one chain; again while that queued
+		 * more backing I/O (a few times at most: a submit the kernel
+		 * keeps refusing is retried next round). */
+		for (pass = 0; pass < 4; pass++) {
+			ioq_flush(t->ioq);
+			loop_kick_all(t);
+			if (!ioq_pending(t->ioq))
+				break;
+		}
 		admin_expire(t);
 	}
 	return 0;

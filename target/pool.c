@@ -127,6 +127,12 @@ pool_cancel(struct pool *p, struct pool_waiter *w)
 	w->next = NULL;
 }
 
+int
+pool_has_waiters(const struct pool *p)
+{
+	return p->wait_head != NULL;
+}
+
 void
 pool_service(struct pool *p)
 {

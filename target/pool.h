@@ -30,6 +30,8 @@ unsigned pool_nfree(const struct pool *p);
 unsigned pool_nbufs(const struct pool *p);
 
 void pool_wait(struct pool *p, struct pool_waiter *w);
+/* 1 while some request waits for a buffer. */
+int  pool_has_waiters(const struct pool *p);
 void pool_cancel(struct pool *p, struct pool_waiter *w);
 /* Wake waiters while buffers are free; called by the event loop after each
  * round so that wake-ups never nest inside another request's driver. */

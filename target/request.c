@@ -29,6 +29,8 @@ req_init(struct req *r, struct conn *c)
 	memset(r, 0, sizeof(*r));
 	r->rdma_ctx.type = WR_RDMA;
 	r->rdma_ctx.obj = r;
+	r->data_ctx.type = WR_DATA;
+	r->data_ctx.obj = r;
 	r->send_ctx.type = WR_SEND;
 	r->send_ctx.obj = r;
 	r->c = c;
@@ -47,6 +49,8 @@ req_start(struct req *r, struct recv_buf *rb)
 	r->status = RB_OK;
 	r->rep_flags = 0;
 	r->wr_pending = 0;
+	r->send_slots = 0;
+	r->data_orphan = 0;
 	r->start_ns = r->c->t->cfg->stats ? rb_now_ns() : 0;
 	r->c->active++;
 	req_process(r);
@@ -100,37 +104,30 @@ req_validate(struct req *r)
 	}
 }
 
-/* Post the RDMA READ of a WRITE's data. */
+/* Queue the RDMA READ of a WRITE's data; it is posted with the round's
+ * other WRs of this connection (conn_post_sends). */
 static enum req_state
 req_post_rdma_read(struct req *r)
 {
 	struct conn *c = r->c;
-	struct ibv_sge sge = {
-		.addr = (uintptr_t)r->buf,
-		.length = r->info.length,
-		.lkey = pool_lkey(c->dev->pool),
-	};
-	struct ibv_send_wr wr, *bad = NULL;
-	int rc;
+	struct ibv_send_wr *wr = &r->wr_rdma;
 
 	if (!conn_sq_reserve(c, r, 1))
 		return REQ_NEED_SQ_READ;
-	memset(&wr, 0, sizeof(wr));
-	wr.wr_id = (uintptr_t)&r->rdma_ctx;
-	wr.opcode = IBV_WR_RDMA_READ;
-	wr.send_flags = IBV_SEND_SIGNALED;
-	wr.sg_list = &sge;
-	wr.num_sge = 1;
-	wr.wr.rdma.remote_addr = r->info.addr;
-	wr.wr.rdma.rkey = r->info.rkey;
-	rc = ibv_post_send(c->qp, &wr, &bad);
-	if (rc != 0) {
-		c->sq_used--;
-		log_warnx("%s: ibv_post_send (RDMA READ): %s", c->peer, strerror(rc));
-		conn_fail(c, "cannot post an RDMA READ");
-		return REQ_COMPLETED;
-	}
+	r->sge_rdma.addr = (uintptr_t)r->buf;
+	r->sge_rdma.length = r->info.length;
+	r->sge_rdma.lkey = pool_lkey(c->dev->pool);
+	memset(wr, 0, sizeof(*wr));
+	wr->wr_id = (uintptr_t)&r->rdma_ctx;
+	wr->opcode = IBV_WR_RDMA_READ;
+	wr->send_flags = IBV_SEND_SIGNALED;
+	wr->sg_list = &r->sge_rdma;
+	wr->num_sge = 1;
+	wr->wr.rdma.remote_addr = r->info.addr;
+	wr->wr.rdma.rkey = r->info.rkey;
 	r->wr_pending = 1;
+	c->reads_pending++;
+	conn_queue_send(c, wr, wr);
 	return REQ_TRANSFERRING_FROM_HOST;
 }
 
@@ -232,8 +229,10 @@ req_executed(struct req *r)
 }
 
 /* Repost the receive buffer (the initiator may reuse the credit as soon as
- * it sees the reply), then post the reply, chained after the RDMA WRITE of
- * a READ's data.  RC ordering places the data before the reply arrives. */
+ * it sees the reply), then queue the reply, chained after the RDMA WRITE of
+ * a READ's data.  RC ordering places the data before the reply arrives.
+ * Only the SEND is signaled: its completion also means the WRITE is done
+ * (same QP, in order), so it frees both SQ slots and then the buffer. */
 static enum req_state
 req_reply(struct req *r)
 {
@@ -241,11 +240,9 @@ req_reply(struct req *r)
 	struct rb_rep_info rep = { .flags = r->rep_flags, .error = r->status,
 				   .tag = r->info.tag };
 	int with_data = r->info.opcode == RB_OP_READ && r->status == RB_OK;
-	struct ibv_sge data_sge, rep_sge;
-	struct ibv_send_wr wr_data, wr_rep, *first, *bad = NULL;
+	struct ibv_send_wr *wr_data = &r->wr_rdma, *wr_rep = &r->wr_send;
 	unsigned n = with_data ? 2 : 1;
 	size_t len;
-	int rc;
 
 	if (!conn_sq_reserve(c, r, n))
 		return REQ_READY_TO_REPLY;
@@ -259,51 +256,42 @@ req_reply(struct req *r)
 	r->rb = NULL;
 	c->credits_used--;
 
-	memset(&wr_rep, 0, sizeof(wr_rep));
-	rep_sge.addr = (uintptr_t)r->reply;
-	rep_sge.length = (uint32_t)len;
-	rep_sge.lkey = 0;
-	wr_rep.wr_id = (uintptr_t)&r->send_ctx;
-	wr_rep.opcode = IBV_WR_SEND;
+	memset(wr_rep, 0, sizeof(*wr_rep));
+	r->sge_send.addr = (uintptr_t)r->reply;
+	r->sge_send.length = (uint32_t)len;
+	r->sge_send.lkey = 0;
+	wr_rep->wr_id = (uintptr_t)&r->send_ctx;
+	wr_rep->opcode = IBV_WR_SEND;
 	/* The initiator asked (RB_HELLO_SEND_INV) that the reply kill the
 	 * key of the request's memory window: only the key this request
 	 * carried, and only for requests that carried one. */
 	if (c->send_inv && r->info.rkey != 0 && !(r->info.flags & RB_REQ_INLINE) &&
 	    (r->info.opcode == RB_OP_READ || r->info.opcode == RB_OP_WRITE)) {
-		wr_rep.opcode = IBV_WR_SEND_WITH_INV;
-		wr_rep.invalidate_rkey = r->info.rkey;
+		wr_rep->opcode = IBV_WR_SEND_WITH_INV;
+		wr_rep->invalidate_rkey = r->info.rkey;
 	}
-	wr_rep.send_flags = IBV_SEND_SIGNALED | IBV_SEND_INLINE;
-	wr_rep.sg_list = &rep_sge;
-	wr_rep.num_sge = 1;
-	first = &wr_rep;
+	wr_rep->send_flags = IBV_SEND_SIGNALED | IBV_SEND_INLINE;
+	wr_rep->sg_list = &r->sge_send;
+	wr_rep->num_sge = 1;
+	r->send_slots = n;
+	r->wr_pending = 1;
 	if (with_data) {
-		memset(&wr_data, 0, sizeof(wr_data));
-		data_sge.addr = (uintptr_t)r->buf;
-		data_sge.length = r->info.length;
-		data_sge.lkey = pool_lkey(c->dev->pool);
-		wr_data.wr_id = (uintptr_t)&r->rdma_ctx;
-		wr_data.opcode = IBV_WR_RDMA_WRITE;
-		wr_data.send_flags = IBV_SEND_SIGNALED;
-		wr_data.sg_list = &data_sge;
-		wr_data.num_sge = 1;
-		wr_data.wr.rdma.remote_addr = r->info.addr;
-		wr_data.wr.rdma.rkey = r->info.rkey;
-		wr_data.next = &wr_rep;
-		first = &wr_data;
+		memset(wr_data, 0, sizeof(*wr_data));
+		r->sge_rdma.addr = (uintptr_t)r->buf;
+		r->sge_rdma.length = r->info.length;
+		r->sge_rdma.lkey = pool_lkey(c->dev->pool);
+		wr_data->wr_id = (uintptr_t)&r->data_ctx;
+		wr_data->opcode = IBV_WR_RDMA_WRITE;
+		wr_data->send_flags = 0;     /* unsignaled: the SEND covers it */
+		wr_data->sg_list = &r->sge_rdma;
+		wr_data->num_sge = 1;
+		wr_data->wr.rdma.remote_addr = r->info.addr;
+		wr_data->wr.rdma.rkey = r->info.rkey;
+		wr_data->next = wr_rep;
+		conn_queue_send(c, wr_data, wr_rep);
+	} else {
+		conn_queue_send(c, wr_rep, wr_rep);
 	}
-	rc = ibv_post_send(c->qp, first, &bad);
-	if (rc != 0) {
-		/* WRs before bad were posted and will complete (or flush). */
-		unsigned posted = (with_data && bad == &wr_rep) ? 1 : 0;
-
-		c->sq_used -= n - posted;
-		r->wr_pending = posted;
-		log_warnx("%s: ibv_post_send (reply): %s", c->peer, strerror(rc));
-		conn_fail(c, "cannot post a reply");
-		return posted ? REQ_TRANSFERRING_TO_HOST : REQ_COMPLETED;
-	}
-	r->wr_pending = n;
 	if (r->start_ns != 0)
 		stats_reply(&c->stats, r->info.opcode, r->info.length, rep.error == RB_OK,
 			    r->start_ns);
@@ -419,6 +407,7 @@ void
 req_rdma_done(struct req *r, int ok)
 {
 	r->wr_pending--;
+	r->c->reads_pending--;
 	if (r->state == REQ_TRANSFERRING_FROM_HOST) {
 		if (!ok)
 			r->status = RB_EIO;
@@ -432,6 +421,47 @@ req_send_done(struct req *r, int ok)
 {
 	(void)ok;
 	r->wr_pending--;
+	req_process(r);
+}
+
+void
+req_data_done(struct req *r, int ok)
+{
+	(void)ok;
+	/* It failed (an unsignaled WR completes only then), so the QP is in
+	 * error and the SEND after it will flush; unless that SEND was never
+	 * posted, in which case this completion is the one r waits for. */
+	if (r->data_orphan) {
+		r->data_orphan = 0;
+		r->wr_pending--;
+	}
+	req_process(r);
+}
+
+void
+req_unposted(struct req *r, const struct wr_ctx *ctx, int data_posted)
+{
+	struct conn *c = r->c;
+
+	switch (ctx->type) {
+	case WR_RDMA:
+		c->sq_used--;
+		c->reads_pending--;
+		r->wr_pending--;
+		break;
+	case WR_DATA:
+		c->sq_used--;     /* its SEND, next in the chain, is unposted too */
+		return;
+	case WR_SEND:
+		c->sq_used--;
+		if (data_posted)
+			r->data_orphan = 1;   /* now waiting for the WRITE's flush */
+		else
+			r->wr_pending--;
+		break;
+	default:
+		return;
+	}
 	req_process(r);
 }
 

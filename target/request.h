@@ -16,15 +16,16 @@ enum req_state {
 	REQ_NEW,                    /* holds a received REQUEST: validate it */
 	REQ_NEED_BUFFER,            /* waiting for a pool buffer (back-pressure) */
 	REQ_NEED_SQ_READ,           /* WRITE: buffer held, waiting for send-queue room */
-	REQ_TRANSFERRING_FROM_HOST, /* WRITE: RDMA READ of the data posted */
+	REQ_TRANSFERRING_FROM_HOST, /* WRITE: RDMA READ of the data queued/posted */
 	REQ_READY_TO_EXECUTE,       /* data (if any) is here: submit the backing I/O */
 	REQ_EXECUTING,              /* its job is in the ioq (io_uring or a worker) */
 	REQ_EXECUTED,               /* backing I/O returned; a write that must be
 	                             * durable joins the flusher's batch */
 	REQ_DURABILITY_WAIT,        /* in the flusher's batch (group commit) */
 	REQ_READY_TO_REPLY,         /* status known: repost recv, post reply */
-	REQ_TRANSFERRING_TO_HOST,   /* READ: RDMA WRITE + reply SEND posted */
-	REQ_REPLYING,               /* reply SEND posted */
+	REQ_TRANSFERRING_TO_HOST,   /* READ: RDMA WRITE (unsignaled) + reply SEND
+	                             * queued/posted; the SEND's completion covers both */
+	REQ_REPLYING,               /* reply SEND queued/posted */
 	REQ_COMPLETED,              /* release the buffer, back to FREE */
 };
 
@@ -32,8 +33,13 @@ struct conn;
 struct recv_buf;
 
 struct req {
-	struct wr_ctx rdma_ctx;     /* wr_id of the RDMA READ/WRITE */
+	struct wr_ctx rdma_ctx;     /* wr_id of the RDMA READ of WRITE data */
+	struct wr_ctx data_ctx;     /* wr_id of the RDMA WRITE of READ data */
 	struct wr_ctx send_ctx;     /* wr_id of the reply SEND */
+	/* Its send WRs, queued on the connection's chain and posted with the
+	 * others of the round (conn_post_sends); they must live until then. */
+	struct ibv_send_wr wr_rdma, wr_send;
+	struct ibv_sge sge_rdma, sge_send;
 	struct conn *c;
 	struct req *next;           /* free list or send-queue wait list */
 	int sq_waiting;
@@ -47,7 +53,10 @@ struct req {
 	int need_durable;
 	uint16_t status;            /* rb_error for the reply */
 	uint8_t rep_flags;
-	unsigned wr_pending;        /* posted send-side WRs not yet completed */
+	unsigned wr_pending;        /* send WRs whose completion it waits for */
+	unsigned send_slots;        /* SQ slots the reply SEND's completion frees */
+	int data_orphan;            /* the RDMA WRITE was posted, its SEND was not:
+	                             * the WRITE's (flush) completion frees it */
 	uint64_t start_ns;          /* for its latency; 0 with stats = no */
 	uint8_t reply[sizeof(struct rb_reply)];
 };
@@ -60,7 +69,11 @@ void req_process(struct req *r);
 
 /* Completions routed back to the request. */
 void req_rdma_done(struct req *r, int ok);
+/* The unsignaled RDMA WRITE of READ data completed (it failed). */
+void req_data_done(struct req *r, int ok);
 void req_send_done(struct req *r, int ok);
+/* conn_post_sends could not post this WR of r (ctx says which). */
+void req_unposted(struct req *r, const struct wr_ctx *ctx, int data_posted);
 void req_job_done(struct req *r);
 
 #endif

@@ -42,7 +42,9 @@ struct ep_handler {
 enum wr_type {
 	WR_RECV,        /* a receive buffer (struct recv_buf) */
 	WR_SEND,        /* a request's reply SEND (struct req) */
-	WR_RDMA,        /* a request's RDMA READ or WRITE (struct req) */
+	WR_RDMA,        /* a request's RDMA READ of WRITE data (struct req) */
+	WR_DATA,        /* a READ's RDMA WRITE of its data, unsignaled: a
+	                 * completion only when it fails (struct req) */
 	WR_CTRL,        /* a connection's control SEND (struct conn) */
 	WR_PROBE,       /* a connection's liveness probe (struct conn) */
 };
