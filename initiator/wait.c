@@ -21,9 +21,8 @@
 #define LEAD_MAX_SLEEP_MS 1000
 
 static void
-count(struct rb_conn *conn, uint64_t *counter)
+bump(uint64_t *counter)
 {
-	(void)conn;
 	__atomic_add_fetch(counter, 1, __ATOMIC_RELAXED);
 }
 
@@ -52,7 +51,7 @@ sleep_on_channel(struct rb_conn *conn, int timeout_ms)
 	void *ev_ctx;
 	uint64_t n;
 
-	count(conn, &conn->cfg.stats->leader_sleeps);
+	bump(&conn->cfg.stats->leader_sleeps);
 	if (poll(pfd, 2, timeout_ms) <= 0)
 		return;
 	/* One event per wake-up: a second one, if any, keeps the fd
@@ -115,7 +114,7 @@ hand_off_locked(struct rb_conn *conn, const struct rb_slot *self)
 		idx = (self->ctx.index + i) % conn->nslots;
 		if (conn->slots[idx].following) {
 			conn->leader = (int)idx;
-			count(conn, &conn->cfg.stats->handoffs);
+			bump(&conn->cfg.stats->handoffs);
 			return &conn->slots[idx];
 		}
 	}
@@ -166,7 +165,7 @@ rb_wait_slot(struct rb_conn *conn, struct rb_slot *s, uint64_t deadline_ns)
 		r = pthread_cond_timedwait(&s->cond, &conn->lock, &ts);
 		conn->followers--;
 		s->following = 0;
-		count(conn, &conn->cfg.stats->follower_wakes);
+		bump(&conn->cfg.stats->follower_wakes);
 		if (r == ETIMEDOUT && s->state == RB_SLOT_POSTED && !conn->dead &&
 		    conn->leader != me) {
 			timed_out_locked(conn);
