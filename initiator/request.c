@@ -46,9 +46,9 @@ prepare(struct rb_conn *conn, struct rb_slot *s, const struct rb_io *io,
 		if (io->opcode == RB_OP_WRITE)
 			copy_timed(conn, s->data, io->wbuf, io->length);
 		if (conn->use_mw) {
-			/* A fresh key per request; the window covers exactly
-			 * these bytes, with only the access the op needs. */
-			s->rkey = ibv_inc_rkey(s->rkey);
+			/* The window covers exactly these bytes (its fresh key
+			 * was chosen with the slot), with only the access the
+			 * op needs. */
 			s->bind_len = io->length;
 			s->bind_access = io->opcode == RB_OP_READ ?
 				IBV_ACCESS_REMOTE_WRITE : IBV_ACCESS_REMOTE_READ;
@@ -115,9 +115,12 @@ rb_conn_request(struct rb_conn *conn, struct rb_io *io, uint64_t deadline_ns)
 	s->state = RB_SLOT_POSTED;
 	s->waiter = 1;
 	s->opcode = io->opcode;
-	/* Set before posting: whoever reaps the reply sees it. */
+	/* Set under the lock, before posting: whoever reaps the reply reads
+	 * them under the lock too.  A fresh window key per request. */
 	s->mw_live = conn->use_mw && (io->opcode == RB_OP_READ ||
 		(io->opcode == RB_OP_WRITE && io->length > conn->exp.inline_max));
+	if (s->mw_live)
+		s->rkey = ibv_inc_rkey(s->rkey);
 	pthread_mutex_unlock(&conn->lock);
 
 	/* The slot is ours until we put it back: no lock for the copy. */
