@@ -7,31 +7,38 @@
 #     each block must hold at least the generation last acknowledged, and no sector is garbage.
 # Cuts: RDMABLK_POWER_CUTS (default 3; 20 under make check-long). Alternates
 # durability = always (plain writes) and durability = fua (FUA writes).
+# Then the negative control, RDMABLK_POWER_CUT_CONTROLS cuts (default 1; 5 under check-long):
+# durability = fua with plain writes, whose plain acknowledgements the writer prints as if they
+# were durable. The same check must find lost writes there in most cuts (at least half, and at
+# least one), or it is blind and the test fails.
 # Runs on the host (it drives the guest), so it is not part of the in-guest suite.
 set -eu -o pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 cuts=${RDMABLK_POWER_CUTS:-3}
-[ "${RDMABLK_LONG:-0}" = 1 ] && cuts=${RDMABLK_POWER_CUTS:-20}
+controls=${RDMABLK_POWER_CUT_CONTROLS:-1}
+[ "${RDMABLK_LONG:-0}" = 1 ] && cuts=${RDMABLK_POWER_CUTS:-20} controls=${RDMABLK_POWER_CUT_CONTROLS:-5}
 work=$(mktemp -d "$top/.power-cut.XXXXXX")   # not under /tmp: vm-run refuses that
 trap 'rm -rf "$work"' EXIT
 envs=(--env "RDMABLK_BUILD=${RDMABLK_BUILD:-$top/build}")
-fails=0 total_acks=0
+fails=0 total_acks=0 control_cuts=0 control_lossy=0 control_lost=0
 
-for i in $(seq "$cuts"); do
+for i in $(seq $((cuts + controls))); do
 	mode=always; [ $((i % 2)) -eq 0 ] && mode=fua
+	[ "$i" -gt "$cuts" ] && mode=control
 	seed=$((RANDOM * 32768 + RANDOM + 1))
 	img=$work/disk$i.img
 	truncate -s 256M "$img"
-	kill_after=$((10 + RANDOM % 10))
-	echo "power-cut $i/$cuts: durability=$mode seed=$seed, power cut $kill_after s into the workload"
+	kill_after=$((5 + RANDOM % 10))
+	echo "power-cut $i/$((cuts + controls)): durability=$mode seed=$seed, power cut $kill_after s after the writer started"
 	rc=0
-	(cd "$top" && scripts/vm-run --timeout 300 --disk "$img" --kill-after "$kill_after" "${envs[@]}" \
+	(cd "$top" && scripts/vm-run --timeout 300 --disk "$img" --kill-after "$kill_after" --kill-from '^START ' "${envs[@]}" \
 		tests/guest/power-cut-write.sh "$mode" "$seed") >"$work/write$i.log" 2>&1 || rc=$?
 	if [ "$rc" -ne 137 ]; then
 		echo "FAIL: power-cut $i: expected the power cut (137), vm-run exited $rc"
 		tail -n 40 "$work/write$i.log"; fails=$((fails + 1)); continue
 	fi
-	tr -d '\r' <"$work/write$i.log" | grep -E '^ACK [0-9]+ [0-9]+$' |
+	# No ACK at all must reach the check below, not end the script here (pipefail).
+	tr -d '\r' <"$work/write$i.log" | { grep -E '^ACK [0-9]+ [0-9]+$' || true; } |
 		awk '{ g[$2] = $3 } END { for (b in g) print b, g[b] }' | sort -n >"$work/acked$i"
 	nacks=$(tr -d '\r' <"$work/write$i.log" | grep -cE '^ACK [0-9]+ [0-9]+$' || true)
 	if [ "$nacks" -lt 1 ]; then
@@ -49,6 +56,13 @@ for i in $(seq "$cuts"); do
 	fi
 	lost=$(awk 'NR == FNR { have[$2] = $3; next } !($1 in have) || have[$1] < $2 { print "block " $1 ": acknowledged generation " $2 ", found " (($1 in have) ? have[$1] : "nothing") }' \
 		"$work/have$i" "$work/acked$i")
+	if [ "$mode" = control ]; then
+		n=$(printf '%s' "$lost" | grep -c . || true)
+		control_cuts=$((control_cuts + 1)) control_lost=$((control_lost + n))
+		[ "$n" -gt 0 ] && control_lossy=$((control_lossy + 1))
+		echo "control: power-cut $i: $n of $(wc -l <"$work/acked$i") blocks with a plain acknowledgement lost ($nacks acknowledgements)"
+		continue
+	fi
 	if [ -n "$lost" ]; then
 		echo "FAIL: power-cut $i: acknowledged-durable writes were lost:"
 		echo "$lost" | head -n 20; fails=$((fails + 1)); continue
@@ -57,4 +71,9 @@ for i in $(seq "$cuts"); do
 	echo "ok: power-cut $i: $nacks durable acknowledgements ($(wc -l <"$work/acked$i") blocks) all survived"
 done
 echo "power-cut: $cuts cuts, $total_acks acknowledged writes checked, $fails failed"
+echo "power-cut control: $control_cuts cuts with plain acknowledgements, $control_lossy of them lost writes ($control_lost blocks)"
+if [ "$controls" -gt 0 ] && { [ "$control_lossy" -lt 1 ] || [ $((2 * control_lossy)) -lt "$controls" ]; }; then
+	echo "FAIL: power-cut: the check found no loss in most control cuts: it cannot see a loss"
+	fails=$((fails + 1))
+fi
 [ "$fails" -eq 0 ]

@@ -1,6 +1,6 @@
 /* rdmablk-durable: the power-cut test's writer and checker.
  *
- *   rdmablk-durable -H HOST [-p PORT] -e EXPORT [-F] write BLOCKS SEED
+ *   rdmablk-durable -H HOST [-p PORT] -e EXPORT [-F | -U] write BLOCKS SEED
  *       Forever: pick a block, write its next generation, and once the
  *       target acknowledged it as durable print "ACK <block> <gen>" on
  *       stdout (flushed at once: the host reads it from the serial console
@@ -8,6 +8,10 @@
  *       export must be durability = always (the library fails a FUA write
  *       whose reply lacks the durable bit, and without FUA we check the
  *       export's DURABLE_ALL flag before writing anything).
+ *       -U is the power-cut test's negative control: plain writes on any
+ *       export, each plain acknowledgement printed as ACK although nothing
+ *       promised it durable.  On durability = fua the check must then find
+ *       lost writes, or the check is blind.
  *   rdmablk-durable -H HOST ... check BLOCKS SEED
  *       Read every block and print "HAVE <block> <gen>" or "TORN <block>
  *       <sector> <why>" for a sector that is not a whole, self-consistent
@@ -73,7 +77,7 @@ sector_gen(const uint8_t *p, uint64_t seed, uint64_t block, unsigned s)
 }
 
 static int
-do_write(struct rb_client *c, uint64_t blocks, uint64_t seed, int fua)
+do_write(struct rb_client *c, uint64_t blocks, uint64_t seed, int fua, int unsafe)
 {
 	uint64_t *gen = calloc(blocks, sizeof(*gen));
 	uint8_t *buf = aligned_alloc(BLOCK, BLOCK);
@@ -84,7 +88,7 @@ do_write(struct rb_client *c, uint64_t blocks, uint64_t seed, int fua)
 		fprintf(stderr, "rdmablk-durable: out of memory\n");
 		goto out_free;
 	}
-	if (!fua && !(rb_client_export(c)->flags & RB_EXP_DURABLE_ALL)) {
+	if (!fua && !unsafe && !(rb_client_export(c)->flags & RB_EXP_DURABLE_ALL)) {
 		fprintf(stderr, "rdmablk-durable: export is not durability = always; use -F\n");
 		goto out_free;
 	}
@@ -156,7 +160,7 @@ do_check(struct rb_client *c, uint64_t blocks, uint64_t seed)
 static void
 usage(void)
 {
-	fprintf(stderr, "usage: rdmablk-durable -H HOST [-p PORT] -e EXPORT [-F] "
+	fprintf(stderr, "usage: rdmablk-durable -H HOST [-p PORT] -e EXPORT [-F | -U] "
 		"write|check BLOCKS SEED\n");
 	exit(2);
 }
@@ -167,20 +171,22 @@ main(int argc, char **argv)
 	struct rb_opts o;
 	struct rb_client *c;
 	uint64_t blocks, seed;
-	int opt, fua = 0, r;
+	int opt, fua = 0, unsafe = 0, r;
 
 	rb_opts_init(&o);
 	o.queue_depth = 4;
-	while ((opt = getopt(argc, argv, "H:p:e:F")) != -1) {
+	while ((opt = getopt(argc, argv, "H:p:e:FU")) != -1) {
 		switch (opt) {
 		case 'H': o.host = optarg; break;
 		case 'p': o.port = (uint16_t)atoi(optarg); break;
 		case 'e': o.export_name = optarg; break;
 		case 'F': fua = 1; break;
+		case 'U': unsafe = 1; break;
 		default: usage();
 		}
 	}
-	if (o.host == NULL || o.export_name == NULL || argc - optind != 3)
+	if (o.host == NULL || o.export_name == NULL || argc - optind != 3 ||
+	    (fua && unsafe))
 		usage();
 	blocks = strtoull(argv[optind + 1], NULL, 0);
 	seed = strtoull(argv[optind + 2], NULL, 0);
@@ -196,7 +202,7 @@ main(int argc, char **argv)
 		return 1;
 	}
 	if (strcmp(argv[optind], "write") == 0)
-		r = do_write(c, blocks, seed, fua);
+		r = do_write(c, blocks, seed, fua, unsafe);
 	else if (strcmp(argv[optind], "check") == 0)
 		r = do_check(c, blocks, seed);
 	else
