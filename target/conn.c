@@ -801,19 +801,24 @@ conn_handle_wc(struct conn *c, const struct ibv_wc *wc)
 	}
 }
 
-static void
+/* Returns the number of completions handled. */
+static unsigned
 conn_poll_cq(struct conn *c, struct ibv_cq *cq)
 {
 	struct ibv_wc wc[16];
+	unsigned total = 0;
 	int n, i;
 
-	while ((n = ibv_poll_cq(cq, 16, wc)) > 0)
+	while ((n = ibv_poll_cq(cq, 16, wc)) > 0) {
 		for (i = 0; i < n; i++)
 			conn_handle_wc(c, &wc[i]);
+		total += (unsigned)n;
+	}
 	if (n < 0) {
 		log_warnx("%s: ibv_poll_cq failed (%d)", c->peer, n);
 		conn_fail(c, "cannot poll the completion queue");
 	}
+	return total;
 }
 
 void
@@ -920,20 +925,26 @@ conn_wants_send_events(const struct conn *c)
 /* Reap send completions; arm the send CQ when something waits for one,
  * then poll again (a completion between the poll and the arm is not
  * lost).  Posts what the completions queued. */
-void
+int
 conn_send_arm(struct conn *c)
 {
+	unsigned reaped;
+
 	conn_post_sends(c);
-	conn_poll_cq(c, c->send_cq);
+	reaped = conn_poll_cq(c, c->send_cq);
 	if (!c->send_armed && conn_wants_send_events(c)) {
 		if (ibv_req_notify_cq(c->send_cq, 0) != 0) {
 			conn_fail(c, "ibv_req_notify_cq failed");
 		} else {
 			c->send_armed = 1;
-			conn_poll_cq(c, c->send_cq);
+			reaped += conn_poll_cq(c, c->send_cq);
 		}
 	}
 	conn_post_sends(c);
+	/* What was reaped here freed SQ slots, request slots or buffers after
+	 * this round's conn_resume and pool_service ran. */
+	return reaped > 0 && c->state != CONN_ERROR &&
+	       (c->sq_wait_head != NULL || c->backlog_head != NULL);
 }
 
 /* ---- send-queue accounting ---- */

@@ -115,8 +115,10 @@ void conn_abort(struct conn *c);
  * destroyed. */
 int  conn_kick(struct conn *c);
 /* After every connection's conn_kick: post what is queued, reap send
- * completions, arm the send CQ if something waits for one. */
-void conn_send_arm(struct conn *c);
+ * completions, arm the send CQ if something waits for one.  Returns 1
+ * when those completions freed room that a waiting request of c may use:
+ * the loop must run another round without sleeping. */
+int  conn_send_arm(struct conn *c);
 
 /* watch.c: about once a second (loop.c), for a connection not in error:
  * the handshake deadline and the liveness probe. */

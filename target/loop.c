@@ -91,9 +91,14 @@ loop_signal(struct target *t)
 	}
 }
 
-static void
+/* Returns 1 when this round freed room that a waiter has not seen yet
+ * (a buffer of one connection's request, freed after pool_service ran, or
+ * send-queue room freed after conn_resume ran): run another round at once
+ * instead of sleeping until the next event. */
+static int
 loop_kick_all(struct target *t)
 {
+	int again = 0;
 	struct device *d;
 	struct conn *c, *next;
 	uint64_t now = rb_now_ns();
@@ -114,8 +119,12 @@ loop_kick_all(struct target *t)
 	/* After all of them: a request of one connection may now wait for a
 	 * buffer that another connection's SEND completion frees. */
 	for (c = t->conns; c != NULL; c = c->next)
-		if (c->state != CONN_ERROR)
-			conn_send_arm(c);
+		if (c->state != CONN_ERROR && conn_send_arm(c))
+			again = 1;
+	for (d = t->devices; d != NULL; d = d->next)
+		if (pool_has_waiters(d->pool) && pool_nfree(d->pool) > 0)
+			again = 1;
+	return again;
 }
 
 int
@@ -123,10 +132,10 @@ loop_run(struct target *t)
 {
 	struct epoll_event evs[32];
 	struct ep_handler *eh;
-	int i, n, pass;
+	int i, n, pass, again = 0;
 
 	while (!(t->shutting_down && t->conns == NULL)) {
-		n = epoll_wait(t->epfd, evs, 32, LOOP_TICK_MS);
+		n = epoll_wait(t->epfd, evs, 32, again ? 0 : LOOP_TICK_MS);
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
@@ -161,10 +170,14 @@ loop_run(struct target *t)
 		 * keeps refusing is retried next round). */
 		for (pass = 0; pass < 4; pass++) {
 			ioq_flush(t->ioq);
-			loop_kick_all(t);
+			again = loop_kick_all(t);
 			if (!ioq_pending(t->ioq))
 				break;
 		}
+		/* Backing I/O still unsubmitted after the last pass goes out
+		 * on the next round, not after a second's sleep. */
+		if (ioq_pending(t->ioq))
+			again = 1;
 		admin_expire(t);
 	}
 	return 0;
