@@ -15,7 +15,7 @@ struct ioq {
 	enum ioq_engine engine;
 	struct io_uring ring;
 	int efd;                    /* registered with the ring; -1 without one */
-	unsigned queued;            /* SQEs prepared since the last submit */
+	unsigned queued;            /* SQEs prepared, not yet taken by the kernel */
 	unsigned inflight;          /* jobs submitted, not yet completed */
 	struct workq *wq;
 	struct compq *cq;
@@ -176,7 +176,9 @@ ioq_get_sqe(struct ioq *q)
 		/* The SQ ring is full: hand it to the kernel and go on. */
 		q->stats.submit_calls++;
 		io_uring_submit(&q->ring);
-		q->queued = 0;
+		/* The kernel may take fewer than all (or refuse with
+		 * EAGAIN/EBUSY): what it left stays queued for ioq_flush. */
+		q->queued = io_uring_sq_ready(&q->ring);
 		sqe = io_uring_get_sqe(&q->ring);
 	}
 	return sqe;
@@ -339,11 +341,15 @@ ioq_flush(struct ioq *q)
 			ioq_ring_reap(q);
 			return;
 		}
-		q->queued = 0;
+		/* The kernel stops at the first SQE it cannot take: the rest
+		 * stay queued (ioq_pending), for this loop or the next round. */
+		q->queued = io_uring_sq_ready(&q->ring);
 		/* What completed during the submit (a buffered write, often),
 		 * and short transfers continued, which queue more. */
 		ioq_ring_reap(q);
 		ioq_run_deferred(q);
+		if (r == 0)
+			return;
 	}
 }
 
