@@ -17,7 +17,7 @@ struct wake {
 	struct rb_slot *cond[2 * CQ_BATCH];
 	unsigned        n;
 	int             leader;     /* write wake_fd: the leader's slot is DONE */
-	int             slot_cond;  /* a slot went back to the free list */
+	unsigned        slot_cond;  /* slots that went back to the free list */
 };
 int
 rb_post_request(struct rb_conn *conn, struct rb_slot *s, const struct rb_req_info *ri)
@@ -121,13 +121,13 @@ slot_progress_locked(struct rb_conn *conn, struct rb_slot *s,
 			       rb_error_name(s->rep.error));
 		conn->nop_inflight = 0;
 		if (rb_slot_release_locked(conn, s))
-			w->slot_cond = 1;
+			w->slot_cond++;
 		return;
 	}
 	if (s->state == RB_SLOT_RELEASED && s->send_done) {
 		conn->released--;
 		if (rb_slot_put_locked(conn, s))
-			w->slot_cond = 1;
+			w->slot_cond++;
 	}
 }
 
@@ -171,9 +171,12 @@ handle_recv_locked(struct rb_conn *conn, uint32_t index, uint32_t len,
 				rb_log(RB_LOG_ERROR, "local invalidate: ibv_post_send: %s",
 				       strerror(-r));
 				rb_conn_mark_dead_locked(conn, "cannot invalidate a window");
-			} else if (s != self && conn->leader == (int)s->ctx.index) {
-				/* A sleeping leader must re-arm with the send
-				 * CQ too, or its LOCAL_INV would wake nobody. */
+			} else if (conn->leader >= 0 &&
+				   (self == NULL || conn->leader != (int)self->ctx.index)) {
+				/* The leader, asleep with only the receive CQ
+				 * armed, must re-arm with the send CQ too, or
+				 * this LOCAL_INV's completion wakes nobody
+				 * (whoever's slot it is). */
 				w->leader = 1;
 			}
 		}
@@ -246,7 +249,8 @@ wake_all(struct rb_conn *conn, const struct wake *w)
 
 	for (i = 0; i < w->n; i++)
 		pthread_cond_signal(&w->cond[i]->cond);
-	if (w->slot_cond)
+	/* One credit waiter per freed slot. */
+	for (i = 0; i < w->slot_cond; i++)
 		pthread_cond_signal(&conn->slot_cond);
 	if (w->leader && write(conn->wake_fd, &one, sizeof(one)) < 0)
 		rb_log(RB_LOG_DEBUG, "wake the leader: %s", strerror(errno));
