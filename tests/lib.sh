@@ -275,6 +275,14 @@ start_nbdkit() {
     _wait_started nbdkit "$NBDKIT_PID" "$T/nbdkit.pid" "$NBD_SOCK"
 }
 
+# backing_stat CONF KEY: one value of the backing_io section of `rdmablk-target --stats` for the
+# target running with CONF (the JSON goes to $LOGS/stats.json).
+backing_stat() {
+    "$BUILD/rdmablk-target" --stats -c "$1" >"$LOGS/stats.json" || fail "--stats failed"
+    python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["backing_io"][sys.argv[2]])' \
+        "$LOGS/stats.json" "$2"
+}
+
 # ---------------------------------------------------------------- sanitizers
 
 # Under `make check SANITIZE=1` the plugin is built with ASan, and nbdkit (not built with it)

@@ -29,14 +29,9 @@ grep -q 'backing I/O: threads' "$LOGS/target.log" ||
     fail "the target did not say it uses worker threads"
 
 io() { timeout 120 "$BUILD/tests/rdmablk-io" -H "$RDMABLK_ADDR" -e disk0 -t 60 "$@"; }
-backing() {
-    "$BUILD/rdmablk-target" --stats -c "$T/target.conf" >"$LOGS/stats.json" ||
-        fail "--stats failed"
-    python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["backing_io"][sys.argv[2]])' \
-        "$LOGS/stats.json" "$1"
-}
 
-[ "$(backing engine)" = threads ] || fail "engine is $(backing engine), not threads"
+engine=$(backing_stat "$T/target.conf" engine)
+[ "$engine" = threads ] || fail "engine is $engine, not threads"
 
 step write-inline io write 0 4096 1 || fail "inline write failed"
 step write-rdma io write 65536 1048576 2 || fail "write failed"
@@ -52,8 +47,8 @@ cmp "$T/want" "$T/got" || fail "the backing file does not hold the data written"
 step stress io -q 16 stress 4 2 || fail "stress failed"
 ok "writes, reads, FUA, FLUSH, zero, trim and a stress run verified"
 
-u=$(backing uring_jobs)
-w=$(backing worker_jobs)
+u=$(backing_stat "$T/target.conf" uring_jobs)
+w=$(backing_stat "$T/target.conf" worker_jobs)
 [ "$u" -eq 0 ] || fail "$u backing jobs ran on io_uring with io-engine = threads"
 [ "$w" -ge 10 ] || fail "only $w backing jobs ran on worker threads"
 ok "$w backing jobs ran on worker threads, none on io_uring"

@@ -29,16 +29,10 @@ grep -q 'backing I/O: io_uring on the event loop' "$LOGS/target.log" ||
     fail "the target did not say it uses io_uring"
 
 io() { timeout 120 "$BUILD/tests/rdmablk-io" -H "$RDMABLK_ADDR" -e disk0 -t 60 "$@"; }
-# backing KEY: a counter of the running target's backing_io section.
-backing() {
-    "$BUILD/rdmablk-target" --stats -c "$T/target.conf" >"$LOGS/stats.json" ||
-        fail "--stats failed"
-    python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["backing_io"][sys.argv[2]])' \
-        "$LOGS/stats.json" "$1"
-}
 
-[ "$(backing engine)" = io_uring ] || fail "engine is $(backing engine), not io_uring"
-u0=$(backing uring_jobs)
+engine=$(backing_stat "$T/target.conf" engine)
+[ "$engine" = io_uring ] || fail "engine is $engine, not io_uring"
+u0=$(backing_stat "$T/target.conf" uring_jobs)
 
 step write-inline io write 0 4096 1 || fail "inline write failed"
 step write-rdma io write 65536 1048576 2 || fail "write failed"
@@ -55,8 +49,8 @@ cmp "$T/want" "$T/got" || fail "the backing file does not hold the data written"
 step stress io -q 16 stress 4 2 || fail "stress failed"
 ok "writes, reads, FUA, FLUSH, trim and a stress run verified"
 
-u1=$(backing uring_jobs)
-w1=$(backing worker_jobs)
+u1=$(backing_stat "$T/target.conf" uring_jobs)
+w1=$(backing_stat "$T/target.conf" worker_jobs)
 n=$((u1 - u0))
 # 1 + 4 + 1 writes, their syncs (durability = always), 1 + 4 + 1 reads, trim, stress.
 [ "$n" -ge 20 ] || fail "only $n backing jobs ran on io_uring"
@@ -67,7 +61,7 @@ step zero io zero 4194304 65536 || fail "zero failed"
 head -c 65536 /dev/zero >"$T/zeros"
 dd if="$img" of="$T/got" bs=65536 skip=64 count=1 status=none
 cmp "$T/zeros" "$T/got" || fail "WRITE_ZEROES left data behind"
-w2=$(backing worker_jobs)
+w2=$(backing_stat "$T/target.conf" worker_jobs)
 [ "$w2" -le 1 ] || fail "WRITE_ZEROES took $w2 worker jobs"
 ok "WRITE_ZEROES: fallocate on the ring ($w2 worker trip for a file system without ZERO_RANGE)"
 
