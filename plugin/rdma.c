@@ -16,6 +16,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netdb.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,7 +49,41 @@ static int mr_mode = RB_MR_WINDOW;   /* docs/security.md */
 struct handle {
 	struct rb_client *client;
 	const struct rb_export_desc *desc;
+	struct handle *prev, *next;     /* on open_handles */
 };
+
+/* Every handle .open returned that .close has not closed.  nbdkit (1.32,
+ * server/connections.c: free_connection) skips .close for a connection
+ * that ends after it was told to quit (SIGTERM), then calls .cleanup and
+ * dlcloses us.  Such a client's housekeeping thread would go on running
+ * plugin code that is no longer mapped: .cleanup closes them first. */
+static pthread_mutex_t open_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct handle *open_handles;
+
+static void
+handle_link(struct handle *h)
+{
+	pthread_mutex_lock(&open_lock);
+	h->prev = NULL;
+	h->next = open_handles;
+	if (open_handles != NULL)
+		open_handles->prev = h;
+	open_handles = h;
+	pthread_mutex_unlock(&open_lock);
+}
+
+static void
+handle_unlink(struct handle *h)
+{
+	pthread_mutex_lock(&open_lock);
+	if (h->prev != NULL)
+		h->prev->next = h->next;
+	else
+		open_handles = h->next;
+	if (h->next != NULL)
+		h->next->prev = h->prev;
+	pthread_mutex_unlock(&open_lock);
+}
 
 static void
 rdmaplug_log(enum rb_log_level level, const char *msg)
@@ -279,6 +314,7 @@ rdmaplug_open(int readonly)
 		return NULL;
 	}
 	h->desc = rb_client_export(h->client);
+	handle_link(h);
 	return h;
 }
 
@@ -287,8 +323,33 @@ rdmaplug_close(void *handle)
 {
 	struct handle *h = handle;
 
+	handle_unlink(h);
 	rb_client_close(h->client);
 	free(h);
+}
+
+/* After the last connection thread has returned, before .unload and
+ * dlclose: close the clients whose .close nbdkit skipped (see
+ * open_handles).  No callback runs on them any more. */
+static void
+rdmaplug_cleanup(void)
+{
+	struct handle *h, *next;
+	unsigned n = 0;
+
+	pthread_mutex_lock(&open_lock);
+	h = open_handles;
+	open_handles = NULL;
+	pthread_mutex_unlock(&open_lock);
+	for (; h != NULL; h = next) {
+		next = h->next;
+		rb_client_close(h->client);
+		free(h);
+		n++;
+	}
+	if (n > 0)
+		nbdkit_debug("closed %u connection(s) nbdkit did not close "
+			     "before unloading", n);
 }
 
 static int
@@ -502,6 +563,7 @@ static struct nbdkit_plugin plugin = {
 	.version            = RDMABLK_VERSION,
 	.description        = "Serve an rdmablk export over NBD",
 	.unload             = rdmaplug_unload,
+	.cleanup            = rdmaplug_cleanup,
 	.config             = rdmaplug_config,
 	.config_complete    = rdmaplug_config_complete,
 	.config_help        = rdmaplug_config_help,
