@@ -15,6 +15,8 @@
 #define RETRY_MAX_NS       (8000 * 1000000ull)
 #define MAX_QUEUE_DEPTH    1024
 
+struct retire;
+
 struct rb_client {
 	struct rb_conn_cfg    cfg;
 	uint64_t              timeout_ns;
@@ -27,7 +29,7 @@ struct rb_client {
 	pthread_cond_t        cond;       /* a connect attempt finished */
 	struct rb_conn       *conn;       /* current; may be dead */
 	int                   connecting;
-	int                   retiring;   /* dead connections being torn down */
+	struct retire        *retired;    /* teardown threads not yet joined */
 };
 
 void
@@ -192,6 +194,8 @@ out_free:
 	return r;
 }
 
+static void join_retired(struct rb_client *c, int all);
+
 /* Every caller must have returned from its I/O. */
 void
 rb_client_close(struct rb_client *c)
@@ -200,10 +204,7 @@ rb_client_close(struct rb_client *c)
 		return;
 	if (c->conn != NULL)
 		rb_conn_unref(c->conn);
-	pthread_mutex_lock(&c->lock);
-	while (c->retiring > 0)
-		pthread_cond_wait(&c->cond, &c->lock);
-	pthread_mutex_unlock(&c->lock);
+	join_retired(c, 1);
 	pthread_cond_destroy(&c->cond);
 	pthread_mutex_destroy(&c->lock);
 	rb_secret_wipe(&c->secret);
@@ -230,9 +231,16 @@ rb_client_stats(struct rb_client *c, struct rb_stats *s)
 	s->handoffs = __atomic_load_n(&c->stats.handoffs, __ATOMIC_RELAXED);
 }
 
+/* A dead connection torn down off the request path.  The thread is
+ * joinable, not detached: rb_client_close joins it, so none is still
+ * returning through library code when the caller goes on (nbdkit unloads
+ * the plugin right after its last .close). */
 struct retire {
 	struct rb_client *c;
 	struct rb_conn   *conn;
+	pthread_t         tid;
+	int               done;     /* under c->lock: the thread is finishing */
+	struct retire    *next;     /* on c->retired */
 };
 
 static void *
@@ -242,12 +250,35 @@ retire_thread(void *arg)
 	struct rb_client *c = rt->c;
 
 	rb_conn_unref(rt->conn);
-	free(rt);
 	pthread_mutex_lock(&c->lock);
-	c->retiring--;
-	pthread_cond_broadcast(&c->cond);
+	rt->done = 1;
 	pthread_mutex_unlock(&c->lock);
 	return NULL;
+}
+
+/* Join the teardown threads that are finishing (all: every one, waiting
+ * for those still tearing down). */
+static void
+join_retired(struct rb_client *c, int all)
+{
+	struct retire **pp, *rt, *joinable = NULL;
+
+	pthread_mutex_lock(&c->lock);
+	for (pp = &c->retired; (rt = *pp) != NULL;) {
+		if (all || rt->done) {
+			*pp = rt->next;
+			rt->next = joinable;
+			joinable = rt;
+		} else {
+			pp = &rt->next;
+		}
+	}
+	pthread_mutex_unlock(&c->lock);
+	while ((rt = joinable) != NULL) {
+		joinable = rt->next;
+		pthread_join(rt->tid, NULL);
+		free(rt);
+	}
 }
 
 /* Drop the client's reference to a dead connection off the request path:
@@ -256,25 +287,21 @@ retire_thread(void *arg)
 static void
 retire(struct rb_client *c, struct rb_conn *conn)
 {
-	struct retire *rt = malloc(sizeof(*rt));
-	pthread_attr_t attr;
-	pthread_t tid;
+	struct retire *rt;
 	int r = -1;
 
+	join_retired(c, 0);
+	rt = calloc(1, sizeof(*rt));
 	if (rt != NULL) {
 		rt->c = c;
 		rt->conn = conn;
-		pthread_mutex_lock(&c->lock);
-		c->retiring++;
-		pthread_mutex_unlock(&c->lock);
-		pthread_attr_init(&attr);
-		pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-		r = pthread_create(&tid, &attr, retire_thread, rt);
-		pthread_attr_destroy(&attr);
-		if (r != 0) {
+		r = pthread_create(&rt->tid, NULL, retire_thread, rt);
+		if (r == 0) {
 			pthread_mutex_lock(&c->lock);
-			c->retiring--;
+			rt->next = c->retired;
+			c->retired = rt;
 			pthread_mutex_unlock(&c->lock);
+		} else {
 			free(rt);
 		}
 	}
