@@ -118,7 +118,14 @@ exports_apply(struct target *t, struct config *nc)
 		next = ce->next;
 		ce->next = NULL;
 		old = export_find(t, ce->name);
-		if (old != NULL && same_backing(old->cfg, ce)) {
+		if (old != NULL && flusher_failed(old->flusher) != 0) {
+			/* The admin's reload reopens a failed export (flusher.h):
+			 * a new file descriptor and flusher; its connections,
+			 * which saw the failure, are drained. */
+			log_info("export %s: reopening it after its failure (%s)", ce->name,
+				 flusher_failure(old->flusher));
+			export_remove(t, old);
+		} else if (old != NULL && same_backing(old->cfg, ce)) {
 			/* Swap in the new description/allow/limits, keep the fd. */
 			int fd = old->cfg->fd;
 
@@ -136,7 +143,7 @@ exports_apply(struct target *t, struct config *nc)
 			kept++;
 			continue;
 		}
-		if (old != NULL) {
+		if (old != NULL && !old->removed) {
 			log_info("export %s changed its backing store: replacing it", ce->name);
 			export_remove(t, old);
 		}

@@ -17,6 +17,8 @@ struct flusher {
 	struct job *batch;           /* covered by the running fdatasync */
 	struct job *head, *tail;     /* waiting for the next one */
 	char name[64];
+	int failed;                  /* 0, or the -errno that failed the export */
+	char failure[96];            /* what failed, for the log and --stats */
 	struct flusher_stats stats;
 };
 
@@ -41,7 +43,11 @@ flusher_sync_done(struct job *sync)
 	uint64_t n;
 
 	if (r < 0)
-		log_warnx("%s: fdatasync: %s", f->name, strerror(-r));
+		flusher_fail(f, r, "fdatasync");
+	/* Once failed, always failed: a sync that returned 0 after an earlier
+	 * error may cover pages the kernel dropped. */
+	if (f->failed != 0 && r >= 0)
+		r = -EIO;
 	for (n = 0, j = batch; j != NULL; j = j->next)
 		n++;
 	f->stats.syncs++;
@@ -103,6 +109,29 @@ flusher_destroy(struct flusher *f)
 		return;
 	}
 	free(f);
+}
+
+void
+flusher_fail(struct flusher *f, int err, const char *what)
+{
+	if (f->failed != 0)
+		return;
+	f->failed = err < 0 ? err : -EIO;
+	snprintf(f->failure, sizeof(f->failure), "%s: %s", what, strerror(-f->failed));
+	log_warnx("%s: %s: export failed; every write and FLUSH now fails with EIO "
+		  "until it is reopened (reload)", f->name, f->failure);
+}
+
+int
+flusher_failed(const struct flusher *f)
+{
+	return f->failed;
+}
+
+const char *
+flusher_failure(const struct flusher *f)
+{
+	return f->failure;
 }
 
 void

@@ -24,6 +24,13 @@ struct flusher_stats {
 	uint64_t errors;        /* failed fdatasync calls */
 };
 
+/* After a failed fdatasync (or a lost write, flusher_fail) the export is
+ * "failed" for good: Linux may have dropped the dirty pages and marked
+ * them clean, so a later fdatasync can return 0 over lost data
+ * (fsyncgate).  From then on every job the flusher completes gets an
+ * error, whatever its own fdatasync returned, so nothing is ever
+ * replied to as durable again (EIO); only reopening the export (a reload
+ * replaces the flusher) clears it. */
 struct flusher;
 struct flusher *flusher_create(int fd, const char *name, struct ioq *io);
 /* No fdatasync may be running (every submitted job has completed). */
@@ -31,6 +38,13 @@ void flusher_destroy(struct flusher *f);
 /* j->done(j) runs once a sync that started after this call returned, with
  * j->result set to its result (0 or -errno). */
 void flusher_submit(struct flusher *f, struct job *j);
+/* Enter the failed state (idempotent; logged once): err is -errno, what
+ * names the operation that failed. */
+void flusher_fail(struct flusher *f, int err, const char *what);
+/* 0, or the -errno that failed the export. */
+int  flusher_failed(const struct flusher *f);
+/* "fdatasync: Input/output error" and the like; "" when not failed. */
+const char *flusher_failure(const struct flusher *f);
 /* 1 while an fdatasync is running or jobs wait. */
 int  flusher_busy(const struct flusher *f);
 void flusher_get_stats(const struct flusher *f, struct flusher_stats *st);

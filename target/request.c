@@ -70,6 +70,32 @@ req_needs_sync(const struct req *r)
 	       (r->info.flags & RB_REQ_FUA);
 }
 
+/* A write error that may have lost data fails the export (flusher.h).
+ * Errors that change nothing on the store do not: no space, no quota, an
+ * operation or range the file refuses. */
+static int
+write_error_fails_export(int err)
+{
+	switch (err) {
+	case -ENOSPC:
+	case -EDQUOT:
+	case -EFBIG:
+	case -EINVAL:
+	case -EOPNOTSUPP:
+		return 0;
+	default:
+		return err < 0;
+	}
+}
+
+/* The export failed (flusher.h): a write-type request or FLUSH gets EIO. */
+static int
+req_refused_failed(const struct req *r)
+{
+	return (is_write_type(r->info.opcode) || r->info.opcode == RB_OP_FLUSH) &&
+	       flusher_failed(r->c->exp->flusher) != 0;
+}
+
 /* NEW: decode and validate.  Returns the next state. */
 static enum req_state
 req_validate(struct req *r)
@@ -88,6 +114,13 @@ req_validate(struct req *r)
 		log_debug("%s: %s tag %llu: %s (%s)", c->peer,
 			  rb_opcode_name(r->info.opcode),
 			  (unsigned long long)r->info.tag, rb_error_name(r->status), why);
+		return REQ_READY_TO_REPLY;
+	}
+	if (req_refused_failed(r)) {
+		log_debug("%s: %s tag %llu: EIO (export %s failed: %s)", c->peer,
+			  rb_opcode_name(r->info.opcode), (unsigned long long)r->info.tag,
+			  c->exp->cfg->name, flusher_failure(c->exp->flusher));
+		r->status = RB_EIO;
 		return REQ_READY_TO_REPLY;
 	}
 	switch (r->info.opcode) {
@@ -218,6 +251,13 @@ req_executed(struct req *r)
 			  (unsigned long long)r->info.offset, r->info.length,
 			  strerror(-r->io_result));
 		r->status = rb_errno_to_error(-r->io_result);
+		if (is_write_type(r->info.opcode) && write_error_fails_export(r->io_result))
+			flusher_fail(e->flusher, r->io_result, rb_opcode_name(r->info.opcode));
+		return REQ_READY_TO_REPLY;
+	}
+	if (req_refused_failed(r)) {
+		/* It failed while this one ran: no plain acknowledgement either. */
+		r->status = RB_EIO;
 		return REQ_READY_TO_REPLY;
 	}
 	if (is_write_type(r->info.opcode) && req_needs_sync(r)) {

@@ -342,8 +342,11 @@ json_render(struct target *t, struct sbuf *b)
 		sb_json_str(b, e->cfg->name);
 		sb_printf(b, ", \"path\": ");
 		sb_json_str(b, e->cfg->path);
-		sb_printf(b, ", \"removed\": %s, \"connections\": %u,\n      ",
-			  e->removed ? "true" : "false", e->nconns);
+		sb_printf(b, ", \"removed\": %s, \"state\": \"%s\", \"failure\": ",
+			  e->removed ? "true" : "false",
+			  flusher_failed(e->flusher) ? "failed" : "ok");
+		sb_json_str(b, flusher_failure(e->flusher));
+		sb_printf(b, ", \"connections\": %u,\n      ", e->nconns);
 		json_io(b, &io, inf, "      ");
 		sb_printf(b, ",\n      \"group_commit\": {\"syncs\": %llu, "
 			  "\"requests_covered\": %llu, \"max_batch\": %llu, \"errors\": %llu}}",
@@ -481,6 +484,12 @@ human_render(struct target *t, struct sbuf *b)
 	}
 	total_snapshot(t, &io, &inf);
 	human_io_row(b, "(total)", &io, inf);
+
+	for (e = t->exports; e != NULL; e = e->next)
+		if (flusher_failed(e->flusher))
+			sb_printf(b, "export %s: export failed (%s): writes and FLUSH get EIO "
+				  "until a reload reopens it\n", e->cfg->name,
+				  flusher_failure(e->flusher));
 
 	if (t->conns != NULL) {
 		sb_printf(b, "\n%-4s %-22s %-16s %-9s\n", "CONN", "PEER", "EXPORT", "STATE");
