@@ -89,6 +89,46 @@ conn_destroy_cqs(struct conn *c)
 	ibv_destroy_comp_channel(c->channel);
 }
 
+/* Move our QP to state with the attributes the CM computed (and the RDMA
+ * READ depths we grant), as rdma_accept would for a QP it owned; the send
+ * side's RNR retry count is ours, not the initiator's (conn.h). */
+static int
+conn_modify_qp(struct conn *c, enum ibv_qp_state state, uint8_t rd_atomic)
+{
+	struct ibv_qp_attr attr;
+	struct ibv_port_attr port;
+	int mask, rc;
+
+	memset(&attr, 0, sizeof(attr));
+	attr.qp_state = state;
+	if (rdma_init_qp_attr(c->cm_id, &attr, &mask) != 0) {
+		log_warn("%s: rdma_init_qp_attr (state %d)", c->peer, (int)state);
+		return -1;
+	}
+	switch (state) {
+	case IBV_QPS_RTR:
+		attr.max_dest_rd_atomic = rd_atomic;
+		/* librdmacm's workaround: an IB port's CM sets RoCE-only bits. */
+		if (ibv_query_port(c->cm_id->verbs, c->cm_id->port_num, &port) == 0 &&
+		    port.link_layer == IBV_LINK_LAYER_INFINIBAND)
+			mask &= ~0xe00000;
+		break;
+	case IBV_QPS_RTS:
+		attr.max_rd_atomic = rd_atomic;
+		attr.rnr_retry = CONN_RNR_RETRY;
+		mask |= IBV_QP_RNR_RETRY;
+		break;
+	default:
+		break;
+	}
+	rc = ibv_modify_qp(c->qp, &attr, mask);
+	if (rc != 0) {
+		log_warnx("%s: ibv_modify_qp (state %d): %s", c->peer, (int)state, strerror(rc));
+		return -1;
+	}
+	return 0;
+}
+
 static int
 conn_create_qp(struct conn *c)
 {
@@ -104,12 +144,17 @@ conn_create_qp(struct conn *c)
 	attr.cap.max_send_sge = 1;
 	attr.cap.max_recv_sge = 1;
 	attr.cap.max_inline_data = need_inline;
-	if (rdma_create_qp(c->cm_id, c->dev->pd, &attr) != 0) {
-		log_warn("%s: rdma_create_qp (send %u, recv %u)", c->peer, c->sq_depth,
+	/* Our own QP, not rdma_create_qp's: rdma_accept would move it to RTS
+	 * with the RNR retry count the initiator asked for (7 = forever),
+	 * and a peer that posts no receives could then hold our send queue
+	 * and pool buffers forever.  We make every transition ourselves
+	 * (conn_modify_qp) and pass its number to rdma_accept. */
+	c->qp = ibv_create_qp(c->dev->pd, &attr);
+	if (c->qp == NULL) {
+		log_warn("%s: ibv_create_qp (send %u, recv %u)", c->peer, c->sq_depth,
 			 c->nrecv);
 		return -1;
 	}
-	c->qp = c->cm_id->qp;
 	/* The provider may round up, but must not give less than asked. */
 	if (attr.cap.max_send_wr < c->sq_depth || attr.cap.max_recv_wr < c->nrecv ||
 	    attr.cap.max_send_sge < 1 || attr.cap.max_recv_sge < 1 ||
@@ -119,11 +164,17 @@ conn_create_qp(struct conn *c)
 			  attr.cap.max_send_wr, c->sq_depth, attr.cap.max_recv_wr, c->nrecv,
 			  attr.cap.max_send_sge, attr.cap.max_recv_sge,
 			  attr.cap.max_inline_data, need_inline);
-		rdma_destroy_qp(c->cm_id);
-		c->qp = NULL;
-		return -1;
+		goto out_destroy_qp;
 	}
+	/* INIT now, so that the receives can be posted before the accept. */
+	if (conn_modify_qp(c, IBV_QPS_INIT, 0) < 0)
+		goto out_destroy_qp;
 	return 0;
+
+out_destroy_qp:
+	ibv_destroy_qp(c->qp);
+	c->qp = NULL;
+	return -1;
 }
 
 static int
@@ -267,7 +318,7 @@ conn_create(struct target *t, struct rdma_cm_id *id, unsigned cm_qd,
 out_destroy_buffers:
 	conn_destroy_buffers(c);
 out_destroy_qp:
-	rdma_destroy_qp(id);
+	ibv_destroy_qp(c->qp);
 out_destroy_cqs:
 	conn_destroy_cqs(c);
 out_free:
@@ -294,7 +345,11 @@ conn_accept(struct conn *c, uint8_t peer_responder_resources)
 		log_warnx("%s: the initiator serves no RDMA READs: non-inline WRITEs will fail",
 			  c->peer);
 	param.retry_count = 7;
-	param.rnr_retry_count = 7;
+	param.rnr_retry_count = 7;      /* the initiator's side: its business */
+	param.qp_num = c->qp->qp_num;
+	if (conn_modify_qp(c, IBV_QPS_RTR, 0) < 0 ||
+	    conn_modify_qp(c, IBV_QPS_RTS, param.initiator_depth) < 0)
+		return -1;
 	if (rdma_accept(c->cm_id, &param) != 0) {
 		log_warn("%s: rdma_accept", c->peer);
 		return -1;
@@ -314,8 +369,8 @@ conn_destroy(struct conn *c)
 	stats_conn_closed(c);
 	if (c->exp != NULL)
 		export_put_conn(t, c->exp);
-	if (c->qp != NULL)
-		rdma_destroy_qp(c->cm_id);
+	if (c->qp != NULL && ibv_destroy_qp(c->qp) != 0)
+		log_warnx("%s: ibv_destroy_qp failed", c->peer);
 	conn_destroy_buffers(c);
 	conn_destroy_cqs(c);
 	free(c->reqs);
@@ -353,7 +408,14 @@ conn_enter_error(struct conn *c)
 	c->state = CONN_ERROR;
 	c->error_since_ns = rb_now_ns();
 	c->backlog_head = c->backlog_tail = NULL;
-	/* Moves the QP to the error state: every posted WR flushes. */
+	/* The error state flushes every posted WR.  rdma_disconnect does not
+	 * touch a QP it does not own (conn_create_qp). */
+	if (c->qp != NULL) {
+		struct ibv_qp_attr qa = { .qp_state = IBV_QPS_ERR };
+
+		if (ibv_modify_qp(c->qp, &qa, IBV_QP_STATE) != 0)
+			log_warnx("%s: cannot move the QP to the error state", c->peer);
+	}
 	if (rdma_disconnect(c->cm_id) != 0 && errno != EINVAL && errno != ENOTCONN)
 		log_debug("%s: rdma_disconnect: %s", c->peer, strerror(errno));
 }
@@ -513,6 +575,8 @@ conn_hello_finish(struct conn *c, struct recv_buf *rb, const struct rb_hello_inf
 		c->reqs[i].next = c->free_reqs;
 		c->free_reqs = &c->reqs[i];
 	}
+	/* No connection may hold more than half of the device's pool. */
+	c->buf_cap = pool_nbufs(c->dev->pool) / 2 > 0 ? pool_nbufs(c->dev->pool) / 2 : 1;
 	c->exp = e;
 	e->nconns++;
 	c->auth_pending = 0;
@@ -771,11 +835,13 @@ conn_handle_wc(struct conn *c, const struct ibv_wc *wc)
 		}
 		break;
 	case WR_SEND:
+		c->send_done++;
 		/* Its own slot and that of the unsignaled WRITE before it. */
 		c->sq_used -= ((struct req *)ctx->obj)->send_slots;
 		req_send_done(ctx->obj, ok);
 		break;
 	case WR_RDMA:
+		c->send_done++;
 		c->sq_used--;
 		req_rdma_done(ctx->obj, ok);
 		break;
@@ -788,6 +854,7 @@ conn_handle_wc(struct conn *c, const struct ibv_wc *wc)
 		req_data_done(ctx->obj, ok);
 		break;
 	case WR_CTRL:
+		c->send_done++;
 		c->sq_used--;
 		if (c->ctrl_busy > 0)
 			c->ctrl_busy--;
@@ -795,6 +862,7 @@ conn_handle_wc(struct conn *c, const struct ibv_wc *wc)
 			conn_close(c, "final control reply sent");
 		break;
 	case WR_PROBE:
+		c->send_done++;
 		c->sq_used--;
 		c->probe_busy = 0;
 		break;
@@ -910,6 +978,14 @@ conn_post_sends(struct conn *c)
 	conn_unpost(first, bad != NULL ? bad : first);
 }
 
+/* 1 when a request waits for the connection's pool share and it has room
+ * now. */
+static int
+conn_quota_room(const struct conn *c)
+{
+	return c->cap_waiters > 0 && c->bufs_held < c->buf_cap;
+}
+
 /* Does anything wait for a send completion?  Reply SENDs alone do not:
  * their completions only free slots and buffers, and are reaped by
  * polling each round.  RDMA READs (a WRITE's data), control SENDs and
@@ -919,6 +995,7 @@ conn_wants_send_events(const struct conn *c)
 {
 	return c->reads_pending > 0 || c->state != CONN_READY || c->ctrl_busy ||
 	       c->probe_busy || c->sq_wait_head != NULL || c->backlog_head != NULL ||
+	       c->cap_waiters > 0 ||
 	       (c->sq_used > 0 && pool_has_waiters(c->dev->pool));
 }
 
@@ -944,7 +1021,7 @@ conn_send_arm(struct conn *c)
 	/* What was reaped here freed SQ slots, request slots or buffers after
 	 * this round's conn_resume and pool_service ran. */
 	return reaped > 0 && c->state != CONN_ERROR &&
-	       (c->sq_wait_head != NULL || c->backlog_head != NULL);
+	       (c->sq_wait_head != NULL || c->backlog_head != NULL || conn_quota_room(c));
 }
 
 /* ---- send-queue accounting ---- */
@@ -995,6 +1072,12 @@ conn_resume(struct conn *c)
 {
 	struct recv_buf *rb;
 	struct req *r;
+	unsigned i;
+
+	/* Requests that wait for the connection's share of the pool. */
+	for (i = 0; i < c->nreqs && conn_quota_room(c) && c->state != CONN_ERROR; i++)
+		if (c->reqs[i].cap_wait)
+			req_process(&c->reqs[i]);
 
 	while (c->sq_wait_head != NULL && c->sq_used < c->sq_depth &&
 	       c->state != CONN_ERROR) {
@@ -1045,8 +1128,7 @@ conn_kick(struct conn *c)
 			return 0;
 		log_warnx("%s: %u send WRs never flushed; destroying the QP anyway",
 			  c->peer, c->sq_used);
-		rdma_destroy_qp(c->cm_id);
-		c->cm_id->qp = NULL;
+		ibv_destroy_qp(c->qp);
 		c->qp = NULL;
 		c->sq_used = 0;
 		c->reads_pending = 0;

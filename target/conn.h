@@ -7,6 +7,12 @@
 #include "request.h"
 #include "target.h"
 
+/* The RNR retry count of the target's send side, whatever the initiator
+ * asked in its connect (7 would mean forever): a peer that stops posting
+ * receives fails its connection after 6 RNR NAKs instead of holding the
+ * send queue, and the pool buffers behind it, for good. */
+#define CONN_RNR_RETRY 6
+
 enum conn_state {
 	CONN_ACCEPTING,   /* rdma_accept done; HELLO may beat ESTABLISHED */
 	CONN_HELLO,       /* established, waiting for HELLO or LIST */
@@ -46,6 +52,12 @@ struct conn {
 	uint64_t probe_deadline_ns; /* the outstanding probe fails the connection then */
 	int alive_seen;             /* a completion succeeded since the last check */
 	uint64_t alive_ns;          /* when the peer was last known alive */
+	/* send progress (watch.c): with send WRs outstanding and no send
+	 * completion for CONN_SEND_STALL_S, the oldest is that old: fail,
+	 * whatever else (receives) arrives */
+	uint64_t send_done;         /* send completions handled */
+	uint64_t send_done_seen;    /* send_done at the last check */
+	uint64_t sq_stall_ns;       /* 0, or since when no send completion came */
 
 	unsigned cm_qd;             /* granted in the CM accept */
 	unsigned qd;                /* granted in HELLO_REPLY */
@@ -94,6 +106,10 @@ struct conn {
 	unsigned active;            /* slots not FREE */
 	unsigned credits_used;      /* requests received and not yet replied */
 	unsigned io_inflight;       /* jobs at workers or flushers */
+	/* pool buffers: at most buf_cap held at once (a share of the device's
+	 * pool), so that one connection cannot take every buffer */
+	unsigned bufs_held, buf_cap;
+	unsigned cap_waiters;       /* requests waiting in NEED_BUFFER for that */
 	struct stats_io stats;      /* its replies (stats.h) */
 };
 

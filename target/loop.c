@@ -20,6 +20,12 @@
 #include "target.h"
 
 #define LOOP_TICK_MS 1000
+/* SIGTERM lets connections finish what they received for this long, then
+ * fails those still open; a connection in error is freed once its WRs
+ * flushed (conn.c gives up on them after 30 s more) and its backing I/O
+ * returned.  So SIGTERM completes in bounded time even when a peer takes
+ * none of its replies. */
+#define LOOP_DRAIN_S 20
 
 static void
 loop_reload(struct target *t)
@@ -65,8 +71,10 @@ loop_shutdown(struct target *t, int signo)
 
 	if (t->shutting_down)
 		return;
-	log_info("%s: stopping: finishing in-flight requests", strsignal(signo));
+	log_info("%s: stopping: finishing in-flight requests (at most %u s)", strsignal(signo),
+		 LOOP_DRAIN_S);
 	t->shutting_down = 1;
+	t->shutdown_ns = rb_now_ns();
 	for (c = t->conns; c != NULL; c = c->next)
 		conn_drain(c);
 }
@@ -111,6 +119,9 @@ loop_kick_all(struct target *t)
 		for (c = t->conns; c != NULL; c = c->next)
 			if (c->state != CONN_ERROR)
 				conn_watch(c, now);
+		if (t->shutting_down && now - t->shutdown_ns >= LOOP_DRAIN_S * 1000000000ull)
+			for (c = t->conns; c != NULL; c = c->next)
+				conn_fail(c, "not drained within the shutdown bound");
 	}
 	for (c = t->conns; c != NULL; c = next) {
 		next = c->next;

@@ -347,9 +347,14 @@ req_release(struct req *r)
 		pool_cancel(c->dev->pool, &r->pw);
 	if (r->sq_waiting)
 		conn_sq_cancel(c, r);
+	if (r->cap_wait) {
+		r->cap_wait = 0;
+		c->cap_waiters--;
+	}
 	if (r->buf != NULL) {
 		pool_put(c->dev->pool, r->buf);
 		r->buf = NULL;
+		c->bufs_held--;
 	}
 	if (r->rb != NULL) {
 		/* Never replied: give the credit back, and the buffer to the
@@ -404,11 +409,24 @@ req_process(struct req *r)
 			r->state = req_validate(r);
 			break;
 		case REQ_NEED_BUFFER:
+			if (c->bufs_held >= c->buf_cap) {
+				/* conn_resume wakes it when one of ours is freed. */
+				if (!r->cap_wait) {
+					r->cap_wait = 1;
+					c->cap_waiters++;
+				}
+				return;
+			}
+			if (r->cap_wait) {
+				r->cap_wait = 0;
+				c->cap_waiters--;
+			}
 			r->buf = pool_get(c->dev->pool);
 			if (r->buf == NULL) {
 				pool_wait(c->dev->pool, &r->pw);
 				return;
 			}
+			c->bufs_held++;
 			r->state = r->info.opcode == RB_OP_WRITE ?
 				REQ_NEED_SQ_READ : REQ_READY_TO_EXECUTE;
 			break;

@@ -48,6 +48,7 @@ struct req {
 	struct rb_req_info info;
 	void *buf;                  /* pool buffer, or NULL */
 	struct pool_waiter pw;
+	int cap_wait;               /* NEED_BUFFER: the connection holds its share */
 	struct job job;
 	int io_result;              /* 0 or -errno from the last job */
 	int need_durable;

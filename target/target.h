@@ -90,6 +90,7 @@ struct target {
 	unsigned nconns;
 	struct ioq *ioq;            /* backing I/O: io_uring, or worker threads */
 	int shutting_down;
+	uint64_t shutdown_ns;       /* when SIGTERM came: loop.c bounds the drain */
 	uint64_t next_conn_id;
 	uint64_t next_watch_ns;     /* connection deadlines are checked once a second */
 	struct stats_target stats;

@@ -17,6 +17,11 @@
 /* 3 x keepalive, as the initiator waits for its NOPs, but at least 10 s:
  * the retries of a live but slow peer (TCG) must not count as death. */
 #define PROBE_DEADLINE_S(ka) ((ka) * 3 > 10 ? (ka) * 3 : 10)
+/* Send WRs outstanding and none completed for this long: the oldest is at
+ * least this old (an RC send queue completes in order), so the peer does
+ * not take what we send (it posts no receives, or is gone).  RNR retries
+ * (CONN_RNR_RETRY, at most ~4 s) and a live peer's RC retries end sooner. */
+#define CONN_SEND_STALL_S 10
 
 static void
 conn_probe(struct conn *c)
@@ -60,6 +65,19 @@ conn_watch(struct conn *c, uint64_t now)
 	default:
 		return;
 	}
+	if (c->sq_used > 0 && c->send_done == c->send_done_seen) {
+		if (c->sq_stall_ns == 0) {
+			c->sq_stall_ns = now;
+		} else if (now - c->sq_stall_ns >= CONN_SEND_STALL_S * NS_PER_S) {
+			log_warnx("%s: %u send WRs outstanding, none completed for %u s",
+				  c->peer, c->sq_used, CONN_SEND_STALL_S);
+			conn_fail(c, "send queue stalled");
+			return;
+		}
+	} else {
+		c->sq_stall_ns = 0;
+	}
+	c->send_done_seen = c->send_done;
 	if (c->probe_busy && now >= c->probe_deadline_ns) {
 		log_warnx("%s: liveness probe unanswered", c->peer);
 		conn_fail(c, "peer unreachable");

@@ -4,6 +4,7 @@
  *   rdmablk-hostile -H HOST [-p PORT] -e EXPORT [-t TIMEOUT_S] [-S SEED] [-v]
  *                   SCENARIO... | all
  *   rdmablk-hostile -H HOST -e EXPORT [-q QD] flood OFF LEN SECONDS
+ *   rdmablk-hostile -H HOST -e EXPORT [-q QD] starve SECONDS
  *   rdmablk-hostile list
  *
  * Written on librdmacm and libibverbs directly, not on the initiator
@@ -21,6 +22,14 @@
  * [OFF, OFF+LEN)) in flight for SECONDS, printing "flood: QD requests in
  * flight" once the first reply came back, so that a test can kill -9 it
  * while requests are certainly outstanding.
+ *
+ * starve is not a test either but the pool-starvation attack (issue 13):
+ * it connects asking for infinite RNR retry (rnr_retry_count 7), posts one
+ * receive (for HELLO_REPLY) and none after it, then sends QD READs of
+ * max_io (at most 1 MiB), whose replies the target can never deliver.  It
+ * waits until the target closes the connection, then does it again, for
+ * SECONDS, and prints one line: "starve: N connections, the target closed
+ * C of them, the longest held S s".
  *
  * Every wait is bounded by -t (default 10 s): nothing here waits forever.
  * The export must be at least 16 MiB; scenarios write to its first 16 MiB.
@@ -52,6 +61,8 @@
 #define H_FLOOD_IO    (64u * 1024)
 #define H_RESOLVE_MS  5000
 
+#define H_STARVE_IO   (1u << 20)
+
 #define WR_KIND_RECV  1u
 #define WR_KIND_SEND  2u
 #define WRID(kind, i) (((uint64_t)(kind) << 32) | (uint32_t)(i))
@@ -70,6 +81,7 @@ static struct {
 
 static struct sockaddr_storage dst;
 static const char *cur = "?";      /* the running scenario */
+static int starving;               /* starve: no receive after HELLO_REPLY */
 static unsigned nfailed;
 
 static void __attribute__((format(printf, 1, 2)))
@@ -340,7 +352,7 @@ h_open(struct hconn *h)
 		verdict(0, "ibv_reg_mr: %s", strerror(errno));
 		goto out_close;
 	}
-	for (i = 0; i < H_NRECV; i++)
+	for (i = 0; i < (starving ? 1u : H_NRECV); i++)
 		if (h_post_recv(h, i) < 0) {
 			verdict(0, "cannot post receives");
 			goto out_close;
@@ -446,7 +458,7 @@ h_handle_wc(struct hconn *h, const struct ibv_wc *wc, struct hev *ev)
 	ev->kind = EV_MSG;
 	ev->len = wc->byte_len <= RB_RECV_BUF_SIZE ? wc->byte_len : RB_RECV_BUF_SIZE;
 	memcpy(ev->buf, h->recv_mem + (size_t)idx * RB_RECV_BUF_SIZE, ev->len);
-	if (!h->closed)
+	if (!h->closed && !starving)
 		h_post_recv(h, idx);
 	return 1;
 }
@@ -1989,6 +2001,65 @@ flood(uint64_t off, uint64_t len, unsigned seconds)
 	return verdict(1, "%" PRIu64 " requests served at depth %u", ops, qd);
 }
 
+/* ---- starve: hold pool buffers with replies that cannot be delivered ---- */
+
+/* One attacking connection: returns 1 when the target closed it before
+ * end, 0 when end came first, -1 when it could not be set up. */
+static int
+starve_once(uint64_t end, uint64_t *held_ns)
+{
+	char msg[sizeof(struct rb_request)];
+	struct hev ev;
+	struct hconn h;
+	uint64_t start;
+	uint32_t io;
+	unsigned i, qd;
+	int closed;
+
+	if (h_session(&h, (uint16_t)opt.qd) < 0)
+		return -1;
+	io = h.exp.max_io < H_STARVE_IO ? h.exp.max_io : H_STARVE_IO;
+	qd = h.exp.queue_depth;
+	/* The HELLO_REPLY took the only receive: every reply is RNR-NAKed. */
+	for (i = 0; i < qd; i++) {
+		data_req(&h, msg, RB_OP_READ, i, (uint64_t)i * io % (h.exp.size - io), io, 0);
+		if (h_send(&h, msg, sizeof(msg)) < 0)
+			break;
+	}
+	debug("%u READs of %u bytes posted", i, io);
+	start = rb_now_ns();
+	while (!h.closed && rb_now_ns() < end)
+		if (h_wait(&h, end, &ev) == EV_ERROR)
+			break;
+	closed = h.closed;
+	*held_ns = rb_now_ns() - start;
+	h_close(&h);
+	return closed;
+}
+
+static int
+starve(unsigned seconds)
+{
+	uint64_t end = deadline_after_s(seconds), held, longest = 0;
+	unsigned n = 0, nclosed = 0;
+	int r;
+
+	cur = "starve";
+	starving = 1;
+	while (rb_now_ns() < end) {
+		r = starve_once(end, &held);
+		if (r < 0)
+			return 1;
+		n++;
+		nclosed += (unsigned)r;
+		if (held > longest)
+			longest = held;
+	}
+	printf("starve: %u connections, the target closed %u of them, the longest held %.1f s\n",
+	       n, nclosed, (double)longest / 1e9);
+	return 0;
+}
+
 /* ---- main ---- */
 
 static void
@@ -1998,6 +2069,7 @@ usage(void)
 		"usage: rdmablk-hostile -H HOST [-p PORT] -e EXPORT [-t TIMEOUT_S] [-S SEED] [-v]\n"
 		"                       SCENARIO... | all\n"
 		"       rdmablk-hostile -H HOST -e EXPORT [-q QD] flood OFF LEN SECONDS\n"
+		"       rdmablk-hostile -H HOST -e EXPORT [-q QD] starve SECONDS\n"
 		"       rdmablk-hostile list\n");
 	exit(2);
 }
@@ -2070,6 +2142,11 @@ main(int argc, char **argv)
 		if (argc != 4 || rb_parse_uint(argv[3], 1, 86400, &v) < 0)
 			usage();
 		return flood(size_arg(argv[1]), size_arg(argv[2]), (unsigned)v) ? 1 : 0;
+	}
+	if (strcmp(argv[0], "starve") == 0) {
+		if (argc != 2 || rb_parse_uint(argv[1], 1, 86400, &v) < 0)
+			usage();
+		return starve((unsigned)v);
 	}
 	for (j = 0; j < argc; j++) {
 		int found = 0;

@@ -1,0 +1,91 @@
+#!/bin/bash
+# One tenant cannot starve the shared buffer pool (issue 13, High 1). Six hostile initiators
+# (rdmablk-hostile starve) each connect asking for infinite RNR retry, post no receive after
+# HELLO_REPLY and send 16 READs of 1 MiB, whose replies can never be delivered; 6 x 16 buffers
+# are more than the pool's 64. Meanwhile a good client on the same export keeps writing and
+# reading back verified data with its 30 s timeout, and must never see an error. The target
+# must close the attackers' connections (its own finite RNR retry, the send-queue stall bound),
+# and SIGTERM with attackers still connected must finish within a bound.
+# Before the fix the good client's I/O failed after its 30 s timeout, and SIGTERM's drain hung.
+# shellcheck source=tests/lib.sh
+. "$(dirname "$0")/lib.sh"
+
+require_rdma
+requires_file "$BUILD/rdmablk-target" "$BUILD/tests/rdmablk-io" "$BUILD/tests/rdmablk-hostile"
+
+ATTACKERS=6
+cat >"$T/target.conf" <<EOF
+[target]
+listen = $RDMABLK_ADDR
+# The defaults, written out: 64 buffers of 1 MiB.
+max-io = 1M
+buffer-pool = 64M
+
+[export disk]
+path = $T/disk.img
+size = 256M
+EOF
+start_target "$T/target.conf"
+
+attack() {
+    local i
+    for ((i = 1; i <= ATTACKERS; i++)); do
+        "$BUILD/tests/rdmablk-hostile" -H "$RDMABLK_ADDR" -e disk -q 16 -t 30 -S "$i" \
+            starve "$1" >"$LOGS/$2-$i.log" 2>&1 &
+        track_pid $!
+        ATTACK_PIDS+=($!)
+    done
+}
+
+# The good client: 2 threads of verified writes and reads up to 1 MiB, 30 s timeout; it exits
+# non-zero on the first error or mismatch.
+"$BUILD/tests/rdmablk-io" -H "$RDMABLK_ADDR" -e disk -t 30 stress 100 2 1048576 \
+    >"$LOGS/good.log" 2>&1 &
+good=$!
+track_pid "$good"
+wait_for 60 grep -q 'connected to export disk' "$LOGS/target.log" ||
+    fail "the good client never connected"
+
+ATTACK_PIDS=()
+attack 60 starve
+wait_for 120 sh -c "[ \$(grep -c 'connected to export disk' '$LOGS/target.log') -gt $ATTACKERS ]" ||
+    fail "the attackers never connected"
+ok "$ATTACKERS attackers connected (16 READs of 1 MiB each, no receives, infinite RNR retry asked)"
+
+for pid in "${ATTACK_PIDS[@]}"; do
+    rc=0
+    wait_exit 300 "$pid" || rc=$?
+    [ "$rc" = 0 ] || fail "an attacker failed (exit $rc); see starve-*.log"
+done
+closed=0
+longest=0
+for ((i = 1; i <= ATTACKERS; i++)); do
+    line=$(grep '^starve:' "$LOGS/starve-$i.log") || fail "attacker $i printed no summary"
+    n=$(echo "$line" | sed -E 's/.*the target closed ([0-9]+) of them.*/\1/')
+    s=$(echo "$line" | sed -E 's/.*the longest held ([0-9]+)\.[0-9] s.*/\1/')
+    closed=$((closed + n))
+    [ "$s" -gt "$longest" ] && longest=$s
+done
+[ "$closed" -gt 0 ] || fail "the target closed no attacking connection in 60 s"
+# Bounded by the RNR retries the target allows (~4 s) or, at worst, the send-queue stall bound.
+[ "$longest" -lt 30 ] || fail "an attacking connection held its buffers for $longest s"
+if _gone "$good"; then
+    wait "$good" || fail "the good client failed: $(tail -n 2 "$LOGS/good.log")"
+fi
+ok "the target closed $closed attacking connections (the longest held ${longest} s); the good client still runs"
+
+rc=0
+wait_exit 300 "$good" || rc=$?
+[ "$rc" = 0 ] || fail "the good client failed (exit $rc): $(tail -n 2 "$LOGS/good.log")"
+ok "good client: $(tail -n 1 "$LOGS/good.log")"
+
+# SIGTERM while attackers hold buffers.
+n0=$(grep -c 'connected to export disk' "$LOGS/target.log")
+ATTACK_PIDS=()
+attack 300 term
+wait_for 120 sh -c "[ \$(grep -c 'connected to export disk' '$LOGS/target.log') -ge $((n0 + ATTACKERS)) ]" ||
+    fail "the second wave of attackers never connected"
+sleep 2
+t0=$SECONDS
+stop_target 90
+ok "SIGTERM with $ATTACKERS attackers connected: the target exited 0 in $((SECONDS - t0)) s"
