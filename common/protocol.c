@@ -106,6 +106,10 @@ rb_conn_priv_decode(const void *buf, size_t len, uint16_t *status,
 		WHY("unsupported protocol version");
 		return -EPROTO;
 	}
+	if (p->reserved0 != 0 || p->reserved1 != 0) {
+		WHY("reserved connection private data field is not zero");
+		return -EPROTO;
+	}
 	*status = le16toh(p->status);
 	*queue_depth = le16toh(p->queue_depth);
 	return 0;
@@ -160,6 +164,10 @@ rb_hello_decode(const void *buf, size_t len, struct rb_hello_info *h,
 		WHY("export name is not NUL-terminated");
 		return -EINVAL;
 	}
+	/* The same rule as the config's: no control characters or spaces
+	 * ever reach a log line. */
+	if (rb_export_name_valid(m->export_name, why) < 0)
+		return -EINVAL;
 	memcpy(h->nonce, m->nonce, RB_NONCE_LEN);
 	memcpy(h->export_name, m->export_name, sizeof(h->export_name));
 	return 0;
@@ -372,16 +380,18 @@ uint16_t
 rb_request_validate(const struct rb_req_info *r, const struct rb_req_limits *lim,
 		    const char **why)
 {
+	int has_buffer = r->rkey != 0 || r->addr != 0;
+
 	switch (r->opcode) {
 	case RB_OP_NOP:
-		if (r->length != 0 || r->offset != 0 || r->flags != 0) {
-			WHY("NOP carries an offset, length or flags");
+		if (r->length != 0 || r->offset != 0 || r->flags != 0 || has_buffer) {
+			WHY("NOP carries an offset, length, flags, rkey or addr");
 			return RB_EINVAL;
 		}
 		return RB_OK;
 	case RB_OP_FLUSH:
-		if (r->length != 0 || r->offset != 0 || r->flags != 0) {
-			WHY("FLUSH carries an offset, length or flags");
+		if (r->length != 0 || r->offset != 0 || r->flags != 0 || has_buffer) {
+			WHY("FLUSH carries an offset, length, flags, rkey or addr");
 			return RB_EINVAL;
 		}
 		return lim->read_only ? RB_EPERM : RB_OK;
@@ -400,8 +410,17 @@ rb_request_validate(const struct rb_req_info *r, const struct rb_req_limits *lim
 			WHY("inline WRITE larger than the granted inline threshold");
 			return RB_EINVAL;
 		}
+		if ((r->flags & RB_REQ_INLINE) && has_buffer) {
+			WHY("inline WRITE carries an rkey or addr");
+			return RB_EINVAL;
+		}
 		break;
 	case RB_OP_TRIM:
+		if ((r->flags & RB_REQ_NO_HOLE) != 0) {
+			WHY("NO_HOLE on a TRIM");
+			return RB_EINVAL;
+		}
+		break;
 	case RB_OP_WRITE_ZEROES:
 		break;
 	default:

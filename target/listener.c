@@ -144,6 +144,10 @@ connect_request(struct target *t, const struct cm_event_copy *ev)
 		reject(t, id, RB_EPROTO, peer_str, why);
 		return;
 	}
+	if (status != RB_OK) {
+		reject(t, id, RB_EPROTO, peer_str, "connect private data has a non-zero status");
+		return;
+	}
 	if (wanted == 0) {
 		reject(t, id, RB_EPROTO, peer_str, "asked for a queue depth of 0");
 		return;

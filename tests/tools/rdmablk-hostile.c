@@ -1081,6 +1081,26 @@ sc_short_private_data(void)
 }
 
 static int
+sc_priv_status(void)
+{
+	struct rb_conn_priv p;
+
+	rb_conn_priv_encode(&p, RB_EACCES, H_CM_QD);
+	return connect_expect_rejected("connect private data with a status", &p, sizeof(p));
+}
+
+static int
+sc_priv_reserved(void)
+{
+	struct rb_conn_priv p;
+
+	rb_conn_priv_encode(&p, RB_OK, H_CM_QD);
+	p.reserved1 = htole32(1);
+	return connect_expect_rejected("connect private data with a reserved field set", &p,
+				       sizeof(p));
+}
+
+static int
 sc_zero_queue_depth(void)
 {
 	struct rb_conn_priv p;
@@ -1255,6 +1275,17 @@ sc_hello_unterminated(void)
 	memset(m->export_name, 'x', sizeof(m->export_name));
 	return hello_variant_refused("a HELLO whose export name has no NUL", msg, sizeof(msg),
 				     RB_EPROTO, RB_EINVAL);
+}
+
+static int
+sc_hello_control_name(void)
+{
+	char msg[sizeof(struct rb_hello)];
+
+	/* An escape sequence must never reach the target's log. */
+	hello_msg(msg, "x\x1b[2J\ny", 4, H_MAX_IO);
+	return hello_variant_refused("a HELLO whose export name has control characters", msg,
+				     sizeof(msg), RB_EPROTO, RB_EINVAL);
 }
 
 static int
@@ -1539,6 +1570,45 @@ sc_flush_with_length(void)
 
 	return request_expect_error("a FLUSH with a length", msg,
 				    req_msg(msg, RB_OP_FLUSH, 0, 7, 0, 4096, 0, 0), 7, RB_EINVAL, 0);
+}
+
+static int
+sc_nop_with_rkey(void)
+{
+	char msg[sizeof(struct rb_request)];
+
+	return request_expect_error("a NOP with an rkey", msg,
+				    req_msg(msg, RB_OP_NOP, 0, 7, 0, 0, 0x1234, 0), 7, RB_EINVAL, 0);
+}
+
+static int
+sc_flush_with_addr(void)
+{
+	char msg[sizeof(struct rb_request)];
+
+	return request_expect_error("a FLUSH with an addr", msg,
+				    req_msg(msg, RB_OP_FLUSH, 0, 7, 0, 0, 0, 4096), 7, RB_EINVAL, 0);
+}
+
+static int
+sc_inline_with_rkey(void)
+{
+	char msg[sizeof(struct rb_request) + 512];
+
+	memset(msg, 0, sizeof(msg));
+	return request_expect_error("an inline WRITE with an rkey and addr", msg,
+				    req_msg(msg, RB_OP_WRITE, RB_REQ_INLINE, 7, 0, 512, 0x1234,
+					    4096), 7, RB_EINVAL, 0);
+}
+
+static int
+sc_trim_no_hole(void)
+{
+	char msg[sizeof(struct rb_request)];
+
+	return request_expect_error("a TRIM with NO_HOLE", msg,
+				    req_msg(msg, RB_OP_TRIM, RB_REQ_NO_HOLE, 7, 0, 4096, 0, 0), 7,
+				    RB_EINVAL, 0);
 }
 
 static int
@@ -1864,6 +1934,8 @@ static const struct scenario scenarios[] = {
 	{ "no-private-data", sc_no_private_data },
 	{ "short-private-data", sc_short_private_data },
 	{ "zero-queue-depth", sc_zero_queue_depth },
+	{ "priv-status", sc_priv_status },
+	{ "priv-reserved", sc_priv_reserved },
 	/* disconnects mid-handshake */
 	{ "connect-destroy", sc_connect_destroy },
 	{ "established-disconnect", sc_established_disconnect },
@@ -1878,6 +1950,7 @@ static const struct scenario scenarios[] = {
 	{ "hello-zero-depth", sc_hello_zero_depth },
 	{ "hello-unterminated-name", sc_hello_unterminated },
 	{ "hello-tiny-max-io", sc_hello_tiny_max_io },
+	{ "hello-control-name", sc_hello_control_name },
 	{ "hello-unknown-export", sc_hello_unknown_export },
 	{ "requests-after-refusal", sc_requests_after_refusal },
 	/* sequence violations */
@@ -1906,6 +1979,10 @@ static const struct scenario scenarios[] = {
 	{ "nop-with-offset", sc_nop_with_offset },
 	{ "flush-with-length", sc_flush_with_length },
 	{ "zero-length", sc_zero_length },
+	{ "nop-with-rkey", sc_nop_with_rkey },
+	{ "flush-with-addr", sc_flush_with_addr },
+	{ "inline-with-rkey", sc_inline_with_rkey },
+	{ "trim-no-hole", sc_trim_no_hole },
 	{ "too-long", sc_too_long },
 	{ "misaligned-offset", sc_misaligned_offset },
 	{ "misaligned-length", sc_misaligned_length },

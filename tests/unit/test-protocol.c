@@ -46,6 +46,13 @@ test_conn_priv(void)
 	rb_conn_priv_encode(buf, RB_OK, 1);
 	((struct rb_conn_priv *)buf)->version = htole16(2);
 	CHECK(rb_conn_priv_decode(buf, 16, &st, &qd, &why) == -EPROTO);
+	/* reserved fields are refused when not zero */
+	rb_conn_priv_encode(buf, RB_OK, 1);
+	((struct rb_conn_priv *)buf)->reserved0 = htole16(1);
+	CHECK(rb_conn_priv_decode(buf, 16, &st, &qd, &why) == -EPROTO);
+	rb_conn_priv_encode(buf, RB_OK, 1);
+	((struct rb_conn_priv *)buf)->reserved1 = htole32(0x100);
+	CHECK(rb_conn_priv_decode(buf, 16, &st, &qd, &why) == -EPROTO);
 }
 
 static void
@@ -98,6 +105,18 @@ test_hello(void)
 	CHECK(rb_hello_decode(buf, len, &out, &why) == -EPROTO);
 	/* the header alone */
 	CHECK(rb_hello_decode(buf, 3, &out, &why) == -EBADMSG);
+	/* export names are checked like the config's: no control characters
+	 * reach the target's log */
+	strcpy(in.export_name, "disk\x1b[2Jx");
+	rb_hello_encode(buf, &in);
+	why = NULL;
+	CHECK(rb_hello_decode(buf, len, &out, &why) == -EINVAL && why != NULL);
+	strcpy(in.export_name, "-opt");
+	rb_hello_encode(buf, &in);
+	CHECK(rb_hello_decode(buf, len, &out, &why) == -EINVAL);
+	in.export_name[0] = '\0';
+	rb_hello_encode(buf, &in);
+	CHECK(rb_hello_decode(buf, len, &out, &why) == -EINVAL);
 }
 
 static void
@@ -215,8 +234,11 @@ req(uint8_t op, uint64_t off, uint32_t len)
 	r.tag = 0x1122334455667788ull;
 	r.offset = off;
 	r.length = len;
-	r.rkey = 0xdeadbeef;
-	r.addr = 0x7f0000001000ull;
+	/* Only READ and WRITE name a buffer (NOP and FLUSH must not). */
+	if (op == RB_OP_READ || op == RB_OP_WRITE) {
+		r.rkey = 0xdeadbeef;
+		r.addr = 0x7f0000001000ull;
+	}
 	return r;
 }
 
@@ -239,6 +261,8 @@ test_request(void)
 	/* inline write */
 	in = req(RB_OP_WRITE, 0, 512);
 	in.flags = RB_REQ_INLINE | RB_REQ_FUA;
+	in.rkey = 0;
+	in.addr = 0;
 	len = rb_request_encode(buf, &in);
 	CHECK(len == sizeof(struct rb_request) + 512);
 	memset(buf + sizeof(struct rb_request), 0xee, 512);
@@ -335,6 +359,31 @@ test_validate(void)
 	CHECK(rb_request_validate(&r, &lim, &why) == RB_OK);
 	r = req(RB_OP_NOP, 512, 0);
 	CHECK(rb_request_validate(&r, &lim, &why) == RB_EINVAL);
+	/* rkey/addr are zero where the spec says so: NOP, FLUSH, inline WRITE,
+	 * TRIM and WRITE_ZEROES */
+	r = req(RB_OP_NOP, 0, 0);
+	r.rkey = 1;
+	CHECK(rb_request_validate(&r, &lim, &why) == RB_EINVAL);
+	r = req(RB_OP_FLUSH, 0, 0);
+	r.addr = 4096;
+	CHECK(rb_request_validate(&r, &lim, &why) == RB_EINVAL);
+	r = req(RB_OP_WRITE, 0, 512);
+	r.flags = RB_REQ_INLINE;
+	r.rkey = 0;
+	r.addr = 0;
+	CHECK(rb_request_validate(&r, &lim, &why) == RB_OK);
+	r.rkey = 7;
+	CHECK(rb_request_validate(&r, &lim, &why) == RB_EINVAL);
+	r.rkey = 0;
+	r.addr = 4096;
+	CHECK(rb_request_validate(&r, &lim, &why) == RB_EINVAL);
+	/* NO_HOLE belongs to WRITE_ZEROES only */
+	r = req(RB_OP_TRIM, 0, 512);
+	r.flags = RB_REQ_NO_HOLE;
+	CHECK(rb_request_validate(&r, &lim, &why) == RB_EINVAL);
+	r = req(RB_OP_WRITE_ZEROES, 0, 512);
+	r.flags = RB_REQ_NO_HOLE | RB_REQ_FUA;
+	CHECK(rb_request_validate(&r, &lim, &why) == RB_OK);
 
 	lim.read_only = 1;
 	r = req(RB_OP_READ, 0, 512);
