@@ -60,7 +60,13 @@ rb_secret_load(const char *path, struct rb_secret *s, char *err, size_t errlen)
 
 	s->key = NULL;
 	s->len = 0;
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	/* O_NOFOLLOW: whoever may write the directory must not point us at
+	 * another file with a symlink. */
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW);
+	if (fd < 0 && errno == ELOOP) {
+		snprintf(err, errlen, "secret-file %s: is a symbolic link (not followed)", path);
+		return -1;
+	}
 	if (fd < 0) {
 		snprintf(err, errlen, "secret-file %s: %s", path, strerror(errno));
 		return -1;
@@ -71,6 +77,11 @@ rb_secret_load(const char *path, struct rb_secret *s, char *err, size_t errlen)
 	}
 	if (!S_ISREG(st.st_mode)) {
 		snprintf(err, errlen, "secret-file %s: not a regular file", path);
+		goto out_close;
+	}
+	if (st.st_uid != geteuid() && st.st_uid != 0) {
+		snprintf(err, errlen, "secret-file %s: owned by uid %u, not by us (uid %u) or "
+			 "root", path, (unsigned)st.st_uid, (unsigned)geteuid());
 		goto out_close;
 	}
 	if (st.st_mode & (S_IRWXG | S_IRWXO)) {
@@ -101,6 +112,12 @@ rb_secret_load(const char *path, struct rb_secret *s, char *err, size_t errlen)
 	}
 	if (len == 0) {
 		snprintf(err, errlen, "secret-file %s: empty", path);
+		goto out_wipe;
+	}
+	if (len < RB_SECRET_MIN) {
+		snprintf(err, errlen, "secret-file %s: %zu bytes, shorter than %d bytes "
+			 "(e.g. head -c 32 /dev/urandom | base64 >FILE)", path, len,
+			 RB_SECRET_MIN);
 		goto out_wipe;
 	}
 	s->key = malloc(len);

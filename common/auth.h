@@ -15,14 +15,16 @@
 #include "protocol.h"
 
 #define RB_SECRET_MAX 4096     /* bytes in a secret file, at most */
+#define RB_SECRET_MIN 32       /* and at least: one handshake allows offline guessing */
 
 struct rb_secret {
 	uint8_t *key;          /* NULL: none */
 	size_t   len;
 };
 
-/* Read PATH: refuse a file readable or writable by group or others (as ssh
- * does), an empty one or one over RB_SECRET_MAX bytes; strip one trailing
+/* Read PATH: refuse a symlink (O_NOFOLLOW), a file owned by anyone but us or
+ * root, one readable or writable by group or others (as ssh does), and one
+ * under RB_SECRET_MIN or over RB_SECRET_MAX bytes; strip one trailing
  * newline.  0, or -1 with a message in err ("secret-file PATH: ..."). */
 int  rb_secret_load(const char *path, struct rb_secret *s, char *err, size_t errlen);
 /* Wipe (OPENSSL_cleanse) and free; s is left empty.  NULL-safe. */

@@ -13,13 +13,15 @@ require_rdma
 requires_file "$BUILD/rdmablk-target" "$BUILD/tests/rdmablk-io" "$BUILD/tests/rdmablk-replay" \
     "$BUILD/tests/rdmablk-session"
 
-printf 'correct horse battery staple\n' >"$T/good.key"
-printf 'wrong horse battery staple\n' >"$T/bad.key"
+printf 'correct horse battery staple, stapled\n' >"$T/good.key"
+printf 'wrong horse battery staple, unstapled\n' >"$T/bad.key"
 cp "$T/good.key" "$T/loose.key"
 chmod 600 "$T/good.key" "$T/bad.key"
 chmod 644 "$T/loose.key"
 : >"$T/empty.key"
-chmod 600 "$T/empty.key"
+printf 'hunter2\n' >"$T/short.key"
+chmod 600 "$T/empty.key" "$T/short.key"
+ln -s "$T/good.key" "$T/link.key"
 
 cat >"$T/target.conf" <<CONF
 [target]
@@ -69,7 +71,9 @@ ok "no secret: refused"
 
 refused loose 'permissions 0644 are too open; chmod 600' io -e sec -S "$T/loose.key" info
 refused empty 'secret-file .*: empty' io -e sec -S "$T/empty.key" info
-ok "secret files readable by others, or empty, are refused"
+refused short 'shorter than 32 bytes' io -e sec -S "$T/short.key" info
+refused symlink 'symbolic link' io -e sec -S "$T/link.key" info
+ok "secret files readable by others, empty, shorter than 32 bytes or symlinks are refused"
 
 refused unauth 'did not authenticate' io -e open -S "$T/good.key" info
 ok "an initiator with a secret refuses an export that does not authenticate"
@@ -89,7 +93,16 @@ ok "replayed AUTH refused (fresh target nonce)"
 sed "s|secret-file = .*|secret-file = $T/loose.key|" "$T/target.conf" >"$T/loose.conf"
 refused conf-loose 'permissions 0644 are too open; chmod 600' \
     "$BUILD/rdmablk-target" -n -c "$T/loose.conf"
-ok "target: a loose secret file in the config is refused"
+sed "s|secret-file = .*|secret-file = $T/short.key|" "$T/target.conf" >"$T/short.conf"
+refused conf-short 'shorter than 32 bytes' "$BUILD/rdmablk-target" -n -c "$T/short.conf"
+sed "s|secret-file = .*|secret-file = $T/link.key|" "$T/target.conf" >"$T/link.conf"
+refused conf-link 'symbolic link' "$BUILD/rdmablk-target" -n -c "$T/link.conf"
+# A key owned by another user (not root): whoever owns it could swap it.
+cp "$T/good.key" "$T/foreign.key"
+chown 65534 "$T/foreign.key"
+sed "s|secret-file = .*|secret-file = $T/foreign.key|" "$T/target.conf" >"$T/foreign.conf"
+refused conf-foreign 'owned by uid 65534' "$BUILD/rdmablk-target" -n -c "$T/foreign.conf"
+ok "target: loose, short, symlinked and foreign-owned secret files in the config are refused"
 
 # ---- nbdkit (with export=, the plugin's probe connection authenticates at startup)
 if command -v nbdkit >/dev/null && command -v nbdinfo >/dev/null; then

@@ -20,6 +20,8 @@ static int failures, checks;
 	}								\
 } while (0)
 
+#define KEY32 "0123456789abcdef0123456789abcdef"
+
 static void
 hex(const uint8_t *p, char *out)
 {
@@ -78,7 +80,7 @@ test_nonces(void)
 static void
 test_files(void)
 {
-	char dir[] = "/tmp/rdmablk-test-auth.XXXXXX", path[64], err[256];
+	char dir[] = "/tmp/rdmablk-test-auth.XXXXXX", path[64], link[64], err[256];
 	struct rb_secret s = { NULL, 0 }, d = { NULL, 0 };
 
 	if (mkdtemp(dir) == NULL) {
@@ -87,19 +89,23 @@ test_files(void)
 	}
 	snprintf(path, sizeof(path), "%s/key", dir);
 
-	write_file(path, "hunter2\n", 0600);
+	write_file(path, KEY32 "\n", 0600);
 	CHECK(rb_secret_load(path, &s, err, sizeof(err)) == 0);
-	CHECK(s.len == 7 && memcmp(s.key, "hunter2", 7) == 0);
-	CHECK(rb_secret_dup(&d, &s) == 0 && d.len == 7 && memcmp(d.key, "hunter2", 7) == 0);
+	CHECK(s.len == 32 && memcmp(s.key, KEY32, 32) == 0);
+	CHECK(rb_secret_dup(&d, &s) == 0 && d.len == 32 && memcmp(d.key, KEY32, 32) == 0);
 	rb_secret_wipe(&s);
 	rb_secret_wipe(&d);
 	CHECK(s.key == NULL && s.len == 0 && d.key == NULL);
 	rb_secret_wipe(NULL);
 
-	write_file(path, "hunter2\n", 0644);
+	/* shorter than 32 bytes: guessable offline from one handshake */
+	write_file(path, "hunter2\n", 0600);
+	CHECK(rb_secret_load(path, &s, err, sizeof(err)) == -1);
+	CHECK(strstr(err, "shorter than 32 bytes") != NULL && strstr(err, path) != NULL);
+	write_file(path, KEY32 "\n", 0644);
 	CHECK(rb_secret_load(path, &s, err, sizeof(err)) == -1);
 	CHECK(strstr(err, "too open") != NULL && strstr(err, path) != NULL);
-	write_file(path, "hunter2\n", 0620);
+	write_file(path, KEY32 "\n", 0620);
 	CHECK(rb_secret_load(path, &s, err, sizeof(err)) == -1);
 	write_file(path, "", 0600);
 	CHECK(rb_secret_load(path, &s, err, sizeof(err)) == -1);
@@ -107,6 +113,28 @@ test_files(void)
 	CHECK(rb_secret_load(path, &s, err, sizeof(err)) == -1);
 	CHECK(rb_secret_load("/nonexistent/key", &s, err, sizeof(err)) == -1);
 	CHECK(strstr(err, "/nonexistent/key") != NULL);
+
+	/* a symlink is never followed, even to a good file */
+	write_file(path, KEY32 "\n", 0600);
+	snprintf(link, sizeof(link), "%s/link", dir);
+	CHECK(symlink(path, link) == 0);
+	CHECK(rb_secret_load(link, &s, err, sizeof(err)) == -1);
+	CHECK(strstr(err, "symbolic link") != NULL);
+	unlink(link);
+
+	/* owned by someone else (neither us nor root): refused.  Needs
+	 * root to chown; as a user the file is ours, and that case is
+	 * covered above. */
+	if (geteuid() == 0) {
+		CHECK(chown(path, 65534, 65534) == 0);
+		CHECK(rb_secret_load(path, &s, err, sizeof(err)) == -1);
+		CHECK(strstr(err, "owned by uid 65534") != NULL);
+		CHECK(chown(path, 0, 0) == 0);
+		CHECK(rb_secret_load(path, &s, err, sizeof(err)) == 0);
+		rb_secret_wipe(&s);
+	} else {
+		printf("test-auth: not root: the foreign-owner case is not checked\n");
+	}
 
 	unlink(path);
 	rmdir(dir);
