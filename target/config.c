@@ -305,6 +305,12 @@ export_key(struct parser *p, int line, const char *key, char *val)
 			perr(p, line, "path: empty");
 			return;
 		}
+		/* Relative to what?  The daemon's cwd is / after daemon(), the
+		 * shell's with -f, and a reload would reopen another file. */
+		if (val[0] != '/') {
+			perr(p, line, "path: '%s' is not an absolute path", val);
+			return;
+		}
 		free(e->path);
 		e->path = strdup(val);
 		p->path_line = line;

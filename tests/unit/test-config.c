@@ -234,6 +234,9 @@ main(void)
 	snprintf(text, sizeof(text), TARGET "[export a]\npath = %s\nsize = 1000\n", img);
 	expect_error("size not a multiple of 512", text, 5, "multiple of 512");
 
+	snprintf(text, sizeof(text), TARGET "[export a]\npath = disks/a.img\nsize = 1M\n");
+	expect_error("relative path", text, 4, "not an absolute path");
+
 	/* every error at once */
 	snprintf(text, sizeof(text),
 		 "[target]\nlisten = nowhere\nqueue-depth = 0\n[export a]\nfoo = 1\n");
