@@ -17,6 +17,7 @@
 
 #include "admin.h"
 #include "log.h"
+#include "pidfile.h"
 #include "target.h"
 
 /* SQ entries of the event loop's io_uring (the CQ gets twice as many;
@@ -61,28 +62,6 @@ absolute(const char *path)
 	if (asprintf(&out, "%s/%s", cwd, path) < 0)
 		return NULL;
 	return out;
-}
-
-static int
-pidfile_write(const char *path)
-{
-	char buf[32];
-	int fd, n;
-
-	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd < 0) {
-		log_warn("pidfile %s", path);
-		return -1;
-	}
-	n = snprintf(buf, sizeof(buf), "%d\n", (int)getpid());
-	if (write(fd, buf, (size_t)n) != n) {
-		log_warn("pidfile %s: write", path);
-		close(fd);
-		unlink(path);
-		return -1;
-	}
-	close(fd);
-	return 0;
 }
 
 /* --stats: find the admin socket in the config, ask the daemon. */
@@ -169,7 +148,7 @@ main(int argc, char **argv)
 	struct target t;
 	const char *conf = NULL, *pidfile_arg = NULL;
 	char *pidfile = NULL, *config_file;
-	int pidfile_written = 0;
+	struct pidfile *pf = NULL;
 	int foreground = 0, check = 0, verbose = 0, stats = 0, ch, rc = 1;
 	unsigned nerrors = 0;
 	sigset_t set;
@@ -243,11 +222,8 @@ main(int argc, char **argv)
 	if (listener_start(&t) < 0 || admin_start(&t) < 0)
 		goto out;
 	/* Tests wait for the pidfile: it means "listening". */
-	if (pidfile != NULL) {
-		if (pidfile_write(pidfile) < 0)
-			goto out;
-		pidfile_written = 1;
-	}
+	if (pidfile != NULL && (pf = pidfile_create(pidfile)) == NULL)
+		goto out;
 	if (loop_run(&t) == 0)
 		rc = 0;
 	log_info("all connections closed; flushing exports");
@@ -261,8 +237,7 @@ out:
 		close(t.sigfd);
 	if (t.epfd >= 0)
 		close(t.epfd);
-	if (pidfile_written)
-		unlink(pidfile);
+	pidfile_destroy(pf);
 	log_info("exiting");
 	config_free(t.cfg);
 	free(pidfile);
