@@ -68,6 +68,8 @@ choose_mr_mode(struct rb_conn *conn)
 		return;
 	}
 	conn->use_mw = 1;
+	/* Soft-RoCE: vendor 0xffffff, its own driver name (rb_wc_invalidated). */
+	conn->rxe_quirk = attr.vendor_id == 0xffffff;
 	rb_log(RB_LOG_DEBUG, "%s: a type-2 memory window per request (mr=window)",
 	       ibv_get_device_name(conn->id->verbs->device));
 	/* Test hook (docs/testing.md): make the device refuse every Nth

@@ -160,10 +160,8 @@ handle_recv_locked(struct rb_conn *conn, uint32_t index, uint32_t len,
 		s->rep = rep;
 		s->replied = 1;
 		/* Killed by the reply (SEND_WITH_INV of exactly this key)?
-		 * rxe leaves IBV_WC_WITH_INV unset, so compare the key; an
-		 * immediate shares the field, so never trust it then. */
-		if (s->mw_live && !(wc->wc_flags & IBV_WC_WITH_IMM) &&
-		    wc->invalidated_rkey == s->rkey)
+		 * Otherwise we invalidate it ourselves. */
+		if (s->mw_live && rb_wc_invalidated(wc, s->rkey, conn->rxe_quirk))
 			s->mw_live = 0;
 		if (s->mw_live && !s->inv_posted) {
 			r = post_local_inv(conn, s);
@@ -187,6 +185,21 @@ handle_recv_locked(struct rb_conn *conn, uint32_t index, uint32_t len,
 		rb_log(RB_LOG_ERROR, "ibv_post_recv: %s", strerror(-r));
 		rb_conn_mark_dead_locked(conn, "cannot repost a receive");
 	}
+}
+
+int
+rb_wc_invalidated(const struct ibv_wc *wc, uint32_t rkey, int rxe_quirk)
+{
+	unsigned flag = IBV_WC_WITH_INV;
+
+	/* rxe fills the user WC with the kernel's IB_WC_WITH_INVALIDATE
+	 * (1 << 2), which is IBV_WC_IP_CSUM_OK in user space: a flag no RC
+	 * receive carries otherwise. */
+	if (rxe_quirk)
+		flag |= IBV_WC_IP_CSUM_OK;
+	/* An immediate shares the key's field. */
+	return (wc->wc_flags & flag) != 0 && !(wc->wc_flags & IBV_WC_WITH_IMM) &&
+	       wc->invalidated_rkey == rkey;
 }
 
 static const char *
@@ -264,6 +277,9 @@ rb_cq_drain(struct rb_conn *conn, struct rb_slot *self, int *self_done)
 	int nr, ns, i, total = 0, done = 0;
 
 	for (;;) {
+		/* Fields a provider leaves unset for an opcode (the key of a
+		 * plain SEND) must not hold an earlier round's values. */
+		memset(wc, 0, sizeof(wc));
 		/* Receives first: a reply usually finds its SEND's completion
 		 * already in the send CQ, so one lock round completes both. */
 		nr = ibv_poll_cq(conn->recv_cq, CQ_BATCH, wc);

@@ -55,6 +55,7 @@ wait_wc(struct rb_conn *conn, struct ibv_cq *cq, enum rb_wr_kind kind,
 	int armed = 0, n;
 
 	for (;;) {
+		memset(wc, 0, sizeof(*wc));
 		n = ibv_poll_cq(cq, 1, wc);
 		if (n < 0) {
 			rb_seterr(errbuf, "%s: ibv_poll_cq failed", what);

@@ -152,6 +152,7 @@ struct rb_conn {
 	unsigned                    cm_qd;      /* granted in the CM accept */
 	int                         use_mw;     /* per-request memory windows */
 	unsigned                    fault_bind; /* test hook, see rb_post_request */
+	int                         rxe_quirk;  /* rb_wc_invalidated: a Soft-RoCE device */
 	unsigned                    binds;      /* atomic: window binds posted */
 	struct rb_export_info       exp;        /* the HELLO_REPLY */
 
@@ -231,6 +232,11 @@ int  rb_post_request(struct rb_conn *conn, struct rb_slot *s,
  * (if not NULL) says whether self is no longer POSTED or the connection
  * is dead. */
 int  rb_cq_drain(struct rb_conn *conn, struct rb_slot *self, int *self_done);
+/* 1 when a successful receive completion says the reply invalidated rkey:
+ * only when the provider flagged it as such (IBV_WC_WITH_INV, or rxe_quirk:
+ * rxe reports it with the kernel's bit, which reads as IBV_WC_IP_CSUM_OK),
+ * never from the key field alone. */
+int  rb_wc_invalidated(const struct ibv_wc *wc, uint32_t rkey, int rxe_quirk);
 
 /* wait.c: leader/follower.  Wait until slot s (POSTED by the caller) is
  * DONE: 0, -EAGAIN if the connection died first, -EIO on the deadline
