@@ -30,6 +30,7 @@ struct rb_client {
 	struct rb_conn       *conn;       /* current; may be dead */
 	int                   connecting;
 	struct retire        *retired;    /* teardown threads not yet joined */
+	struct rb_aio_ctx    *aio;        /* asynchronous requests (aio.c) */
 };
 
 void
@@ -202,6 +203,7 @@ rb_client_close(struct rb_client *c)
 {
 	if (c == NULL)
 		return;
+	rb_aio_ctx_destroy(c->aio);
 	if (c->conn != NULL)
 		rb_conn_unref(c->conn);
 	join_retired(c, 1);
@@ -365,8 +367,8 @@ reconnect(struct rb_client *c, uint64_t deadline_ns, int *err)
 }
 
 /* A live connection with a reference for the caller, or NULL and *err. */
-static struct rb_conn *
-get_conn(struct rb_client *c, uint64_t deadline_ns, int *err)
+struct rb_conn *
+rb_client_get_conn(struct rb_client *c, uint64_t deadline_ns, int *err)
 {
 	struct rb_conn *conn, *old;
 	struct timespec ts = { .tv_sec = (time_t)(deadline_ns / 1000000000u),
@@ -410,6 +412,24 @@ get_conn(struct rb_client *c, uint64_t deadline_ns, int *err)
 	}
 }
 
+uint64_t
+rb_client_timeout_ns(const struct rb_client *c)
+{
+	return c->timeout_ns;
+}
+
+void
+rb_client_count_resent(struct rb_client *c)
+{
+	__atomic_add_fetch(&c->stats.resent, 1, __ATOMIC_RELAXED);
+}
+
+struct rb_aio_ctx **
+rb_client_aio(struct rb_client *c)
+{
+	return &c->aio;
+}
+
 int
 rb_client_submit(struct rb_client *c, struct rb_io *io)
 {
@@ -418,7 +438,7 @@ rb_client_submit(struct rb_client *c, struct rb_io *io)
 	int r;
 
 	for (;;) {
-		conn = get_conn(c, deadline, &r);
+		conn = rb_client_get_conn(c, deadline, &r);
 		if (conn == NULL)
 			return r;
 		r = rb_conn_request(conn, io, deadline);
@@ -426,7 +446,7 @@ rb_client_submit(struct rb_client *c, struct rb_io *io)
 		if (r != -EAGAIN)
 			return r;
 		/* Never acknowledged: resend on a new connection. */
-		__atomic_add_fetch(&c->stats.resent, 1, __ATOMIC_RELAXED);
+		rb_client_count_resent(c);
 		if (rb_now_ns() >= deadline) {
 			rb_log(RB_LOG_ERROR, "%s %u@%llu: connection lost and not "
 			       "restored within the timeout", rb_opcode_name(io->opcode),

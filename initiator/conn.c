@@ -232,6 +232,8 @@ rb_conn_create(const struct rb_conn_cfg *cfg, int list_only, uint64_t deadline_n
 	conn->free_head = -1;
 	conn->stop_fd = -1;
 	conn->leader = -1;
+	conn->aio_done_head = -1;
+	conn->aio_done_tail = -1;
 	conn->nrecv = cfg->queue_depth + 1;
 	conn->nsend_bufs = cfg->queue_depth + 1;
 	pthread_mutex_init(&conn->lock, NULL);
@@ -337,6 +339,8 @@ rb_conn_mark_dead_locked(struct rb_conn *conn, const char *why)
 	for (i = 0; i < conn->nslots; i++)
 		pthread_cond_broadcast(&conn->slots[i].cond);
 	pthread_cond_broadcast(&conn->slot_cond);
-	if (conn->leader >= 0 && write(conn->wake_fd, &one, sizeof(one)) < 0)
+	/* The leader, or an asynchronous reaper, sleeps on wake_fd. */
+	if ((conn->leader >= 0 || conn->inflight > 0) &&
+	    write(conn->wake_fd, &one, sizeof(one)) < 0)
 		rb_log(RB_LOG_DEBUG, "wake the leader: %s", strerror(errno));
 }

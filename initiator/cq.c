@@ -93,6 +93,18 @@ wake_owner_locked(struct rb_conn *conn, struct rb_slot *s,
 {
 	if (s == self)
 		return;
+	if (s->aio != NULL) {
+		/* Nobody sleeps on it: queue it for the reaping thread. */
+		if (conn->aio_done_tail >= 0)
+			conn->slots[conn->aio_done_tail].aio_next = (int)s->ctx.index;
+		else
+			conn->aio_done_head = (int)s->ctx.index;
+		conn->aio_done_tail = (int)s->ctx.index;
+		s->aio_next = -1;
+		if (!conn->aio_reaping)
+			w->leader = 1;      /* wake_fd: the reaper polls it */
+		return;
+	}
 	if (conn->leader == (int)s->ctx.index)
 		w->leader = 1;          /* asleep in poll(), not on its cond */
 	else if (w->n < sizeof(w->cond) / sizeof(w->cond[0]))

@@ -81,6 +81,8 @@ struct rb_slot {
 	void               *data;       /* max_io bytes in the data pool */
 	uint32_t            rkey;       /* the key the target uses for data */
 	int                 next_free;
+	struct rb_aio      *aio;        /* an asynchronous request (aio.c), or NULL */
+	int                 aio_next;   /* on conn->aio_done */
 
 	/* Memory windows (conn->use_mw): the window is bound over exactly
 	 * this request's bytes before its SEND, with a fresh key, and must
@@ -179,6 +181,14 @@ struct rb_conn {
 	unsigned                    followers;  /* owners asleep on their slot's cond */
 	int                         wake_fd;    /* eventfd: kick the leader out of poll() */
 
+	/* Asynchronous requests (aio.c): slots that became DONE, oldest
+	 * first, for the reaping thread to collect.  aio_reaping: that thread
+	 * is between its drain and its collection, so nobody needs to write
+	 * wake_fd for a slot it will collect anyway. */
+	int                         aio_done_head;
+	int                         aio_done_tail;
+	int                         aio_reaping;
+
 	/* The housekeeping thread (timer.c): never on the data path. */
 	pthread_t                   timer_thread;
 	int                         timer_started;
@@ -242,6 +252,8 @@ int  rb_wc_invalidated(const struct ibv_wc *wc, uint32_t rkey, int rxe_quirk);
  * DONE: 0, -EAGAIN if the connection died first, -EIO on the deadline
  * (the connection is then marked dead: the slot may still be in use). */
 int  rb_wait_slot(struct rb_conn *conn, struct rb_slot *s, uint64_t deadline_ns);
+/* Arm the receive CQ (and the send CQ while a LOCAL_INV is pending).  0 or -1. */
+int  rb_conn_arm(struct rb_conn *conn);
 
 /* timer.c: the housekeeping thread: keepalive NOPs, CM events, dead
  * detection, and reaping the CQs when no leader is waiting. */
@@ -263,8 +275,32 @@ struct rb_io {
 /* 0, a negative errno (final), or -EAGAIN: the connection died before a
  * reply arrived, so the request may be resent on a new connection. */
 int rb_conn_request(struct rb_conn *conn, struct rb_io *io, uint64_t deadline_ns);
+/* The two halves of rb_conn_request, for aio.c.  Under conn->lock, slot s
+ * just taken with rb_slot_get_locked: make it POSTED for io. */
+void rb_conn_claim_locked(struct rb_conn *conn, struct rb_slot *s,
+			  const struct rb_io *io);
+/* Without the lock: copy in and post.  0, or -EAGAIN (the slot is free again
+ * and the connection is dead). */
+int  rb_conn_post(struct rb_conn *conn, struct rb_slot *s, const struct rb_io *io);
+/* Without the lock, s DONE: copy out, release the slot, map the reply. */
+int  rb_conn_finish(struct rb_conn *conn, struct rb_slot *s, struct rb_io *io);
 
 /* client.c: send one request, reconnecting and resending as needed. */
 int rb_client_submit(struct rb_client *c, struct rb_io *io);
+/* A live connection with a reference for the caller (reconnecting until
+ * deadline_ns if the current one is dead), or NULL and *err. */
+struct rb_conn *rb_client_get_conn(struct rb_client *c, uint64_t deadline_ns, int *err);
+uint64_t rb_client_timeout_ns(const struct rb_client *c);
+void rb_client_count_resent(struct rb_client *c);
+/* The client's asynchronous state (aio.c), created on first use. */
+struct rb_aio_ctx;
+struct rb_aio_ctx **rb_client_aio(struct rb_client *c);
+void rb_aio_ctx_destroy(struct rb_aio_ctx *x);
+
+/* io.c: the checks before a request is sent. */
+int rb_io_check_aligned(const struct rb_export_desc *d, const char *what,
+			uint64_t len, uint64_t off);
+int rb_io_check_writable(const struct rb_export_desc *d, const char *what);
+int rb_io_check_durable(const struct rb_io *io);
 
 #endif

@@ -6,8 +6,8 @@
 
 /* rb_client is opaque here too: reach it only through the public API. */
 
-static int
-check_aligned(const struct rb_export_desc *d, const char *what, uint64_t len,
+int
+rb_io_check_aligned(const struct rb_export_desc *d, const char *what, uint64_t len,
 	      uint64_t off)
 {
 	if (off % d->min_block != 0 || len % d->min_block != 0) {
@@ -19,8 +19,8 @@ check_aligned(const struct rb_export_desc *d, const char *what, uint64_t len,
 	return 0;
 }
 
-static int
-check_writable(const struct rb_export_desc *d, const char *what)
+int
+rb_io_check_writable(const struct rb_export_desc *d, const char *what)
 {
 	if (d->flags & RB_EXP_READ_ONLY) {
 		rb_log(RB_LOG_ERROR, "%s: export is read-only", what);
@@ -30,8 +30,8 @@ check_writable(const struct rb_export_desc *d, const char *what)
 }
 
 /* FUA and FLUSH promise stable storage: believe only the target's bit. */
-static int
-check_durable(const struct rb_io *io)
+int
+rb_io_check_durable(const struct rb_io *io)
 {
 	if (!(io->rep_flags & RB_REP_DURABLE)) {
 		rb_log(RB_LOG_ERROR, "%s %u@%llu: the target did not confirm "
@@ -84,10 +84,10 @@ rb_write(struct rb_client *c, const void *buf, size_t len, uint64_t off,
 	struct rb_io io;
 	int r;
 
-	r = check_writable(d, "write");
+	r = rb_io_check_writable(d, "write");
 	if (r < 0)
 		return r;
-	r = check_aligned(d, "write", len, off);
+	r = rb_io_check_aligned(d, "write", len, off);
 	if (r < 0)
 		return r;
 	while (len > 0) {
@@ -99,7 +99,7 @@ rb_write(struct rb_client *c, const void *buf, size_t len, uint64_t off,
 		io.wbuf = buf;
 		r = rb_client_submit(c, &io);
 		if (r == 0 && (flags & RB_IO_FUA))
-			r = check_durable(&io);
+			r = rb_io_check_durable(&io);
 		if (r < 0)
 			return r;
 		buf = (const char *)buf + io.length;
@@ -119,7 +119,7 @@ rb_flush(struct rb_client *c)
 	io.opcode = RB_OP_FLUSH;
 	r = rb_client_submit(c, &io);
 	if (r == 0)
-		r = check_durable(&io);
+		r = rb_io_check_durable(&io);
 	return r;
 }
 
@@ -133,10 +133,10 @@ no_data_op(struct rb_client *c, uint8_t opcode, uint16_t req_flags, int fua,
 	struct rb_io io;
 	int r;
 
-	r = check_writable(d, what);
+	r = rb_io_check_writable(d, what);
 	if (r < 0)
 		return r;
-	r = check_aligned(d, what, len, off);
+	r = rb_io_check_aligned(d, what, len, off);
 	if (r < 0)
 		return r;
 	while (len > 0) {
@@ -147,7 +147,7 @@ no_data_op(struct rb_client *c, uint8_t opcode, uint16_t req_flags, int fua,
 		io.length = (uint32_t)(len > d->max_io ? d->max_io : len);
 		r = rb_client_submit(c, &io);
 		if (r == 0 && fua)
-			r = check_durable(&io);
+			r = rb_io_check_durable(&io);
 		if (r < 0)
 			return r;
 		off += io.length;

@@ -104,6 +104,58 @@ int rb_flush(struct rb_client *c);
 int rb_trim(struct rb_client *c, uint64_t len, uint64_t off, unsigned flags);
 int rb_zero(struct rb_client *c, uint64_t len, uint64_t off, unsigned flags);
 
+/* Asynchronous requests, for a caller that must not block per request (a
+ * ublk queue thread).  One thread drives a client asynchronously: it
+ * submits, polls rb_aio_fd() for readiness and reaps its own completions;
+ * there is no completion thread (the reaping is the sync calls' own CQ
+ * draining, initiator/NOTES.md).  Do not mix with the sync calls on the
+ * same client.  The guarantees are the sync calls': a request that was
+ * never acknowledged is resent on a new connection, a write is reported
+ * done only after the target replied success (FUA/FLUSH: durable), and a
+ * request that cannot complete within `timeout` fails with -EIO.
+ * Reconnecting happens inside rb_aio_submit/rb_aio_reap, so they may then
+ * block until the oldest request's deadline; the device has no target
+ * then anyway. */
+#define RB_AIO_READ   0
+#define RB_AIO_WRITE  1
+#define RB_AIO_FLUSH  2
+#define RB_AIO_TRIM   3
+#define RB_AIO_ZERO   4
+
+struct rb_aio {
+	/* Set by the caller before rb_aio_submit: */
+	unsigned  op;          /* RB_AIO_* */
+	unsigned  flags;       /* RB_IO_FUA, RB_IO_NO_HOLE */
+	void     *buf;         /* READ destination, WRITE source: len bytes */
+	uint32_t  len;         /* at most the export's max_io */
+	uint64_t  off;
+	uint64_t  user;        /* the caller's tag, untouched */
+	/* Set when reaped: 0 or a negative errno. */
+	int       result;
+	/* Private to the library. */
+	struct rb_aio *next_;
+	void     *conn_;
+	void     *slot_;
+	uint64_t  deadline_ns_;
+};
+
+/* Queue a request; it is posted at once when a credit is free.  0, or a
+ * negative errno for a request that can never be sent (bad alignment,
+ * read-only export, len above max_io): nothing was queued then. */
+int rb_aio_submit(struct rb_client *c, struct rb_aio *a);
+/* Reap what completed (and post what waited for a credit or a
+ * reconnection): cb is called once per finished request, in this thread.
+ * Returns the number reaped.  When it returns, rb_aio_fd() becomes
+ * readable on the next completion; call it again then, and at least every
+ * second while requests are outstanding (it enforces `timeout`). */
+typedef void rb_aio_done_fn(void *opaque, struct rb_aio *a);
+int rb_aio_reap(struct rb_client *c, rb_aio_done_fn *cb, void *opaque);
+/* A file descriptor that is readable (POLLIN) when rb_aio_reap has work;
+ * stable for the client's lifetime.  -1 on error (logged). */
+int rb_aio_fd(struct rb_client *c);
+/* Requests submitted and not yet reaped. */
+unsigned rb_aio_outstanding(struct rb_client *c);
+
 /* Ask the target for the exports this address may see: cb is called once
  * per export; a non-zero return from cb stops and is returned. */
 typedef int rb_list_fn(void *opaque, const char *name, const char *description);

@@ -90,28 +90,9 @@ wait_for_credit_locked(struct rb_conn *conn, uint64_t deadline_ns)
 	return 0;
 }
 
-int
-rb_conn_request(struct rb_conn *conn, struct rb_io *io, uint64_t deadline_ns)
+void
+rb_conn_claim_locked(struct rb_conn *conn, struct rb_slot *s, const struct rb_io *io)
 {
-	struct rb_req_info ri;
-	struct rb_rep_info rep;
-	struct rb_slot *s;
-	int r = 0, signal;
-
-	pthread_mutex_lock(&conn->lock);
-	while (!conn->dead && (s = rb_slot_get_locked(conn, 0)) == NULL) {
-		if (wait_for_credit_locked(conn, deadline_ns) < 0) {
-			pthread_mutex_unlock(&conn->lock);
-			rb_log(RB_LOG_ERROR, "%s %u@%llu: timed out waiting for a "
-			       "free request slot", rb_opcode_name(io->opcode),
-			       io->length, (unsigned long long)io->offset);
-			return -EIO;
-		}
-	}
-	if (conn->dead) {
-		pthread_mutex_unlock(&conn->lock);
-		return -EAGAIN;
-	}
 	s->state = RB_SLOT_POSTED;
 	s->waiter = 1;
 	s->opcode = io->opcode;
@@ -121,30 +102,36 @@ rb_conn_request(struct rb_conn *conn, struct rb_io *io, uint64_t deadline_ns)
 		(io->opcode == RB_OP_WRITE && io->length > conn->exp.inline_max));
 	if (s->mw_live)
 		s->rkey = ibv_inc_rkey(s->rkey);
-	pthread_mutex_unlock(&conn->lock);
+}
+
+int
+rb_conn_post(struct rb_conn *conn, struct rb_slot *s, const struct rb_io *io)
+{
+	struct rb_req_info ri;
+	int r, signal;
 
 	/* The slot is ours until we put it back: no lock for the copy. */
 	prepare(conn, s, io, &ri);
 	r = rb_post_request(conn, s, &ri);
-	if (r < 0) {
-		pthread_mutex_lock(&conn->lock);
-		/* Not posted, so nothing references the slot. */
-		signal = rb_slot_put_locked(conn, s);
-		rb_log(RB_LOG_ERROR, "%s: ibv_post_send: %s",
-		       rb_opcode_name(io->opcode), strerror(-r));
-		rb_conn_mark_dead_locked(conn, "cannot post a request");
-		pthread_mutex_unlock(&conn->lock);
-		if (signal)
-			pthread_cond_signal(&conn->slot_cond);
-		return -EAGAIN;
-	}
-	r = rb_wait_slot(conn, s, deadline_ns);
-	if (r == -EIO)
-		rb_log(RB_LOG_ERROR, "%s %u@%llu: no reply from %s:%u within the "
-		       "timeout", rb_opcode_name(io->opcode), io->length,
-		       (unsigned long long)io->offset, conn->cfg.host, conn->cfg.port);
-	if (r < 0)
-		return r;   /* the slot stays POSTED: its WRs may be live */
+	if (r == 0)
+		return 0;
+	pthread_mutex_lock(&conn->lock);
+	/* Not posted, so nothing references the slot. */
+	signal = rb_slot_put_locked(conn, s);
+	rb_log(RB_LOG_ERROR, "%s: ibv_post_send: %s",
+	       rb_opcode_name(io->opcode), strerror(-r));
+	rb_conn_mark_dead_locked(conn, "cannot post a request");
+	pthread_mutex_unlock(&conn->lock);
+	if (signal)
+		pthread_cond_signal(&conn->slot_cond);
+	return -EAGAIN;
+}
+
+int
+rb_conn_finish(struct rb_conn *conn, struct rb_slot *s, struct rb_io *io)
+{
+	struct rb_rep_info rep;
+	int signal;
 
 	/* DONE: nothing writes the slot's reply or data any more (RC
 	 * ordering: the reply's arrival implies the RDMA WRITE landed, and
@@ -170,4 +157,40 @@ rb_conn_request(struct rb_conn *conn, struct rb_io *io, uint64_t deadline_ns)
 		return -rb_error_to_errno(rep.error);
 	}
 	return 0;
+}
+
+int
+rb_conn_request(struct rb_conn *conn, struct rb_io *io, uint64_t deadline_ns)
+{
+	struct rb_slot *s;
+	int r;
+
+	pthread_mutex_lock(&conn->lock);
+	while (!conn->dead && (s = rb_slot_get_locked(conn, 0)) == NULL) {
+		if (wait_for_credit_locked(conn, deadline_ns) < 0) {
+			pthread_mutex_unlock(&conn->lock);
+			rb_log(RB_LOG_ERROR, "%s %u@%llu: timed out waiting for a "
+			       "free request slot", rb_opcode_name(io->opcode),
+			       io->length, (unsigned long long)io->offset);
+			return -EIO;
+		}
+	}
+	if (conn->dead) {
+		pthread_mutex_unlock(&conn->lock);
+		return -EAGAIN;
+	}
+	rb_conn_claim_locked(conn, s, io);
+	pthread_mutex_unlock(&conn->lock);
+
+	r = rb_conn_post(conn, s, io);
+	if (r < 0)
+		return r;
+	r = rb_wait_slot(conn, s, deadline_ns);
+	if (r == -EIO)
+		rb_log(RB_LOG_ERROR, "%s %u@%llu: no reply from %s:%u within the "
+		       "timeout", rb_opcode_name(io->opcode), io->length,
+		       (unsigned long long)io->offset, conn->cfg.host, conn->cfg.port);
+	if (r < 0)
+		return r;   /* the slot stays POSTED: its WRs may be live */
+	return rb_conn_finish(conn, s, io);
 }

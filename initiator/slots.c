@@ -114,6 +114,8 @@ rb_slot_get_locked(struct rb_conn *conn, int keepalive)
 	s->bind_len = 0;
 	s->mw_live = 0;
 	s->inv_posted = 0;
+	s->aio = NULL;
+	s->aio_next = -1;
 	memset(&s->rep, 0, sizeof(s->rep));
 	return s;
 }

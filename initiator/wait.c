@@ -26,8 +26,8 @@ bump(uint64_t *counter)
 	__atomic_add_fetch(counter, 1, __ATOMIC_RELAXED);
 }
 
-static int
-arm(struct rb_conn *conn)
+int
+rb_conn_arm(struct rb_conn *conn)
 {
 	if (ibv_req_notify_cq(conn->recv_cq, 0) != 0)
 		return -1;
@@ -82,7 +82,7 @@ lead(struct rb_conn *conn, struct rb_slot *s, uint64_t deadline_ns)
 			return -ETIMEDOUT;
 		if (conn->cfg.busy_poll)
 			continue;
-		if (arm(conn) < 0) {
+		if (rb_conn_arm(conn) < 0) {
 			pthread_mutex_lock(&conn->lock);
 			rb_conn_mark_dead_locked(conn, "ibv_req_notify_cq failed");
 			pthread_mutex_unlock(&conn->lock);

@@ -1,0 +1,424 @@
+/* Asynchronous requests: submit now, reap later, from one thread.
+ *
+ * A request waits on `pending` until a credit is free (and a live
+ * connection exists), is then posted exactly as a sync request is (the
+ * slot's aio points back to it, request.c), and its slot is queued on
+ * conn->aio_done by whoever reaps its reply (cq.c).  rb_aio_reap drains the
+ * CQs itself, collects that queue, resends what a dead connection never
+ * answered, and fails what passed its deadline.  The readiness fd is an
+ * epoll set over the watched connection's completion channel and wake_fd
+ * (written when someone else completed a slot or the connection died). */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <unistd.h>
+
+#include "internal.h"
+#include "util.h"
+
+struct rb_aio_ctx {
+	int             epfd;
+	struct rb_conn *watched;    /* referenced; every posted request is on it */
+	struct rb_aio  *pend_head;  /* not posted yet (credit, connection) */
+	struct rb_aio  *pend_tail;
+	struct rb_aio  *done_head;  /* finished, not yet handed to the caller */
+	struct rb_aio  *done_tail;
+	unsigned        outstanding;
+};
+
+static struct rb_aio_ctx *
+ctx_get(struct rb_client *c)
+{
+	struct rb_aio_ctx **px = rb_client_aio(c), *x = *px;
+
+	if (x != NULL)
+		return x;
+	x = calloc(1, sizeof(*x));
+	if (x == NULL) {
+		rb_log(RB_LOG_ERROR, "aio: out of memory");
+		return NULL;
+	}
+	x->epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (x->epfd < 0) {
+		rb_log(RB_LOG_ERROR, "aio: epoll_create1: %s", strerror(errno));
+		free(x);
+		return NULL;
+	}
+	*px = x;
+	return x;
+}
+
+static void
+unwatch(struct rb_aio_ctx *x)
+{
+	if (x->watched == NULL)
+		return;
+	epoll_ctl(x->epfd, EPOLL_CTL_DEL, x->watched->comp_ch->fd, NULL);
+	epoll_ctl(x->epfd, EPOLL_CTL_DEL, x->watched->wake_fd, NULL);
+	rb_conn_unref(x->watched);
+	x->watched = NULL;
+}
+
+/* Takes over the caller's reference. */
+static void
+watch(struct rb_aio_ctx *x, struct rb_conn *conn)
+{
+	struct epoll_event ev = { .events = EPOLLIN };
+
+	if (conn == x->watched) {
+		rb_conn_unref(conn);
+		return;
+	}
+	unwatch(x);
+	x->watched = conn;
+	if (epoll_ctl(x->epfd, EPOLL_CTL_ADD, conn->comp_ch->fd, &ev) < 0 ||
+	    epoll_ctl(x->epfd, EPOLL_CTL_ADD, conn->wake_fd, &ev) < 0)
+		rb_log(RB_LOG_ERROR, "aio: epoll_ctl: %s", strerror(errno));
+}
+
+void
+rb_aio_ctx_destroy(struct rb_aio_ctx *x)
+{
+	if (x == NULL)
+		return;
+	unwatch(x);
+	close(x->epfd);
+	free(x);
+}
+
+static void
+push_tail(struct rb_aio **head, struct rb_aio **tail, struct rb_aio *a)
+{
+	a->next_ = NULL;
+	if (*tail != NULL)
+		(*tail)->next_ = a;
+	else
+		*head = a;
+	*tail = a;
+}
+
+static void
+push_front(struct rb_aio **head, struct rb_aio **tail, struct rb_aio *a)
+{
+	a->next_ = *head;
+	*head = a;
+	if (*tail == NULL)
+		*tail = a;
+}
+
+static struct rb_aio *
+pop(struct rb_aio **head, struct rb_aio **tail)
+{
+	struct rb_aio *a = *head;
+
+	if (a != NULL) {
+		*head = a->next_;
+		if (*head == NULL)
+			*tail = NULL;
+		a->next_ = NULL;
+	}
+	return a;
+}
+
+static void
+finished(struct rb_aio_ctx *x, struct rb_aio *a, int result)
+{
+	a->result = result;
+	a->conn_ = NULL;
+	a->slot_ = NULL;
+	push_tail(&x->done_head, &x->done_tail, a);
+}
+
+static void
+to_io(const struct rb_aio *a, struct rb_io *io)
+{
+	static const uint8_t opcode[] = {
+		[RB_AIO_READ] = RB_OP_READ, [RB_AIO_WRITE] = RB_OP_WRITE,
+		[RB_AIO_FLUSH] = RB_OP_FLUSH, [RB_AIO_TRIM] = RB_OP_TRIM,
+		[RB_AIO_ZERO] = RB_OP_WRITE_ZEROES,
+	};
+
+	memset(io, 0, sizeof(*io));
+	io->opcode = opcode[a->op];
+	io->offset = a->off;
+	io->length = a->op == RB_AIO_FLUSH ? 0 : a->len;
+	if (a->op != RB_AIO_FLUSH && a->op != RB_AIO_READ && (a->flags & RB_IO_FUA))
+		io->flags |= RB_REQ_FUA;
+	if (a->op == RB_AIO_ZERO && (a->flags & RB_IO_NO_HOLE))
+		io->flags |= RB_REQ_NO_HOLE;
+	io->rbuf = a->buf;
+	io->copy_len = a->len;
+	io->wbuf = a->buf;
+}
+
+/* FUA and FLUSH promise stable storage: believe only the target's bit. */
+static int
+wants_durable(const struct rb_aio *a)
+{
+	return a->op == RB_AIO_FLUSH ||
+	       (a->op != RB_AIO_READ && (a->flags & RB_IO_FUA));
+}
+
+/* Fail every queued request whose deadline passed.  With all set and
+ * none expired (an error another attempt cannot fix), fail them all with
+ * err. */
+static void
+fail_pending(struct rb_aio_ctx *x, int all, int err)
+{
+	struct rb_aio *keep_head = NULL, *keep_tail = NULL, *a;
+	uint64_t now = rb_now_ns();
+	unsigned failed = 0;
+	struct rb_io io;
+
+	while ((a = pop(&x->pend_head, &x->pend_tail)) != NULL) {
+		if (a->deadline_ns_ <= now) {
+			to_io(a, &io);
+			rb_log(RB_LOG_ERROR, "%s %u@%llu: connection lost and not "
+			       "restored within the timeout", rb_opcode_name(io.opcode),
+			       io.length, (unsigned long long)io.offset);
+			finished(x, a, -EIO);
+			failed++;
+		} else {
+			push_tail(&keep_head, &keep_tail, a);
+		}
+	}
+	x->pend_head = keep_head;
+	x->pend_tail = keep_tail;
+	if (all && failed == 0)
+		while ((a = pop(&x->pend_head, &x->pend_tail)) != NULL)
+			finished(x, a, err);
+}
+
+static void collect(struct rb_client *c, struct rb_aio_ctx *x, struct rb_conn *conn);
+
+/* A live watched connection, reconnecting if needed.  NULL when the
+ * oldest request's deadline passed (those requests are failed). */
+static struct rb_conn *
+live_conn(struct rb_client *c, struct rb_aio_ctx *x)
+{
+	struct rb_conn *conn;
+	int err = -EIO;
+
+	while (x->pend_head != NULL) {
+		if (x->watched != NULL) {
+			if (!__atomic_load_n(&x->watched->dead, __ATOMIC_ACQUIRE))
+				return x->watched;
+			/* Its unanswered requests back on the queue first. */
+			collect(c, x, x->watched);
+		}
+		conn = rb_client_get_conn(c, x->pend_head->deadline_ns_, &err);
+		if (conn != NULL) {
+			watch(x, conn);
+			continue;
+		}
+		fail_pending(x, 1, err);
+	}
+	return NULL;
+}
+
+/* Post queued requests while credits are free. */
+static void
+pump(struct rb_client *c, struct rb_aio_ctx *x)
+{
+	struct rb_conn *conn;
+	struct rb_slot *s;
+	struct rb_aio *a;
+	struct rb_io io;
+
+	while ((conn = live_conn(c, x)) != NULL) {
+		a = x->pend_head;
+		to_io(a, &io);
+		pthread_mutex_lock(&conn->lock);
+		s = conn->dead ? NULL : rb_slot_get_locked(conn, 0);
+		if (s == NULL) {
+			int dead = conn->dead;
+
+			pthread_mutex_unlock(&conn->lock);
+			if (dead)
+				continue;
+			return;     /* a completion frees a credit */
+		}
+		rb_conn_claim_locked(conn, s, &io);
+		s->aio = a;
+		pthread_mutex_unlock(&conn->lock);
+		pop(&x->pend_head, &x->pend_tail);
+		a->conn_ = conn;
+		a->slot_ = s;
+		if (rb_conn_post(conn, s, &io) < 0) {
+			/* Not posted; the connection is dead now. */
+			a->conn_ = NULL;
+			a->slot_ = NULL;
+			push_front(&x->pend_head, &x->pend_tail, a);
+		}
+	}
+}
+
+int
+rb_aio_submit(struct rb_client *c, struct rb_aio *a)
+{
+	const struct rb_export_desc *d = rb_client_export(c);
+	struct rb_aio_ctx *x = ctx_get(c);
+	const char *what = a->op == RB_AIO_WRITE ? "write" : a->op == RB_AIO_TRIM ?
+		"trim" : a->op == RB_AIO_ZERO ? "write zeroes" : "read";
+	int r;
+
+	if (x == NULL)
+		return -ENOMEM;
+	if (a->op > RB_AIO_ZERO) {
+		rb_log(RB_LOG_ERROR, "aio: unknown operation %u", a->op);
+		return -EINVAL;
+	}
+	if (a->op != RB_AIO_FLUSH) {
+		if (a->len == 0 || a->len > d->max_io) {
+			rb_log(RB_LOG_ERROR, "%s %u@%llu: length not in 1..max-io (%u)",
+			       what, a->len, (unsigned long long)a->off, d->max_io);
+			return -EINVAL;
+		}
+		r = rb_io_check_aligned(d, what, a->len, a->off);
+		if (r < 0)
+			return r;
+		if (a->op != RB_AIO_READ && (r = rb_io_check_writable(d, what)) < 0)
+			return r;
+	}
+	a->result = 0;
+	a->conn_ = NULL;
+	a->slot_ = NULL;
+	a->deadline_ns_ = rb_now_ns() + rb_client_timeout_ns(c);
+	push_tail(&x->pend_head, &x->pend_tail, a);
+	x->outstanding++;
+	pump(c, x);
+	return 0;
+}
+
+/* Take every channel event and the wake_fd count: the fds stay readable
+ * until then. */
+static void
+consume_events(struct rb_conn *conn)
+{
+	struct ibv_cq *ev_cq;
+	void *ev_ctx;
+	uint64_t n;
+
+	while (ibv_get_cq_event(conn->comp_ch, &ev_cq, &ev_ctx) == 0)
+		ibv_ack_cq_events(ev_cq, 1);
+	if (read(conn->wake_fd, &n, sizeof(n)) < 0 && errno != EAGAIN)
+		rb_log(RB_LOG_DEBUG, "wake_fd: %s", strerror(errno));
+}
+
+/* Under conn->lock: requests posted and unanswered on a dead connection go
+ * back to the queue (their slots stay POSTED forever, conn.c), and a
+ * request past its deadline kills a live one first. */
+static void
+reclaim_locked(struct rb_conn *conn, struct rb_aio_ctx *x, struct rb_client *c)
+{
+	uint64_t now = rb_now_ns();
+	struct rb_io io;
+	unsigned i;
+
+	for (i = 0; i < conn->nslots && !conn->dead; i++) {
+		struct rb_slot *s = &conn->slots[i];
+
+		if (s->aio != NULL && s->state == RB_SLOT_POSTED &&
+		    s->aio->deadline_ns_ <= now) {
+			to_io(s->aio, &io);
+			rb_log(RB_LOG_ERROR, "%s %u@%llu: no reply from %s:%u within "
+			       "the timeout", rb_opcode_name(io.opcode), io.length,
+			       (unsigned long long)io.offset, conn->cfg.host,
+			       conn->cfg.port);
+			rb_conn_mark_dead_locked(conn, "request timed out");
+		}
+	}
+	if (!conn->dead)
+		return;
+	for (i = 0; i < conn->nslots; i++) {
+		struct rb_slot *s = &conn->slots[i];
+
+		if (s->aio != NULL && s->state == RB_SLOT_POSTED) {
+			s->aio->conn_ = NULL;
+			s->aio->slot_ = NULL;
+			push_front(&x->pend_head, &x->pend_tail, s->aio);
+			s->aio = NULL;
+			rb_client_count_resent(c);
+		}
+	}
+}
+
+/* Drain, arm, drain again (nothing that came before arming is missed),
+ * then collect the DONE slots and finish them. */
+static void
+collect(struct rb_client *c, struct rb_aio_ctx *x, struct rb_conn *conn)
+{
+	struct rb_aio *a;
+	struct rb_slot *s;
+	struct rb_io io;
+	int idx, next, r;
+
+	consume_events(conn);
+	pthread_mutex_lock(&conn->lock);
+	conn->aio_reaping = 1;
+	pthread_mutex_unlock(&conn->lock);
+	rb_cq_drain(conn, NULL, NULL);
+	if (!__atomic_load_n(&conn->dead, __ATOMIC_ACQUIRE)) {
+		if (rb_conn_arm(conn) < 0) {
+			pthread_mutex_lock(&conn->lock);
+			rb_conn_mark_dead_locked(conn, "ibv_req_notify_cq failed");
+			pthread_mutex_unlock(&conn->lock);
+		}
+		rb_cq_drain(conn, NULL, NULL);
+	}
+	pthread_mutex_lock(&conn->lock);
+	conn->aio_reaping = 0;
+	idx = conn->aio_done_head;
+	conn->aio_done_head = conn->aio_done_tail = -1;
+	reclaim_locked(conn, x, c);
+	pthread_mutex_unlock(&conn->lock);
+
+	for (; idx >= 0; idx = next) {
+		s = &conn->slots[idx];
+		next = s->aio_next;     /* a released slot may be taken at once */
+		a = s->aio;
+		to_io(a, &io);
+		r = rb_conn_finish(conn, s, &io);
+		if (r == 0 && wants_durable(a))
+			r = rb_io_check_durable(&io);
+		finished(x, a, r);
+	}
+}
+
+int
+rb_aio_reap(struct rb_client *c, rb_aio_done_fn *cb, void *opaque)
+{
+	struct rb_aio_ctx *x = ctx_get(c);
+	struct rb_aio *a;
+	int n = 0;
+
+	if (x == NULL)
+		return -ENOMEM;
+	if (x->watched != NULL)
+		collect(c, x, x->watched);
+	pump(c, x);
+	fail_pending(x, 0, 0);
+	while ((a = pop(&x->done_head, &x->done_tail)) != NULL) {
+		x->outstanding--;
+		n++;
+		cb(opaque, a);
+	}
+	return n;
+}
+
+int
+rb_aio_fd(struct rb_client *c)
+{
+	struct rb_aio_ctx *x = ctx_get(c);
+
+	return x == NULL ? -1 : x->epfd;
+}
+
+unsigned
+rb_aio_outstanding(struct rb_client *c)
+{
+	struct rb_aio_ctx *x = *rb_client_aio(c);
+
+	return x == NULL ? 0 : x->outstanding;
+}
