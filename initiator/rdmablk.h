@@ -44,6 +44,13 @@ struct rb_opts {
 	const char *secret_file;   /* shared secret for an export that has one;
 				    * must not be readable by group/others */
 	int         mr;            /* RB_MR_WINDOW (default, rb_opts_init) or RB_MR_STATIC */
+
+	/* Private to rb_opts_set/rb_opts_resolve/rb_opts_free (params.c):
+	 * the copies host, export_name and secret_file point to. */
+	char       *hostname_;     /* as given, before rb_opts_resolve */
+	char       *host_;
+	char       *export_;
+	char       *secret_;
 };
 
 /* How the initiator exposes its data buffers to the target (see
@@ -56,6 +63,20 @@ struct rb_opts {
 
 /* Fills the defaults; host and export_name stay NULL. */
 void rb_opts_init(struct rb_opts *o);
+
+/* The initiator parameters shared by every front end (the nbdkit plugin,
+ * rdmablk-ublk): apply one key=value to o (copying strings; release them
+ * with rb_opts_free).  Keys: hostname port export queue-depth timeout retry
+ * keepalive busy-poll secret-file mr.  0; -ENOENT for an unknown key (the
+ * caller may own it); -EINVAL for a bad value.  On error, err (errlen
+ * bytes) says what was wrong, naming the key. */
+int  rb_opts_set(struct rb_opts *o, const char *key, const char *value,
+		 char *err, size_t errlen);
+/* After the last rb_opts_set: resolve hostname= into the numeric address
+ * RDMA CM needs (o->host).  0 or -EINVAL (with err). */
+int  rb_opts_resolve(struct rb_opts *o, char *err, size_t errlen);
+/* Frees what rb_opts_set copied; o is left with the defaults. */
+void rb_opts_free(struct rb_opts *o);
 
 /* What the target granted for this export (from its HELLO_REPLY). */
 struct rb_export_desc {

@@ -13,15 +13,12 @@
  * writable export advertises RB_EXP_FUA, and the per-request flag saves
  * the separate FLUSH round trip nbdkit's emulation would add.
  */
-#include <arpa/inet.h>
 #include <errno.h>
-#include <netdb.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 
 #define NBDKIT_API_VERSION 2
 #include <nbdkit-plugin.h>
@@ -34,17 +31,8 @@
 
 #define THREAD_MODEL NBDKIT_THREAD_MODEL_PARALLEL
 
-static char *hostname;          /* as given */
-static char host_addr[INET6_ADDRSTRLEN];   /* numeric, after config_complete */
-static uint16_t port = RB_DEFAULT_PORT;
-static char *export_name;       /* NULL: the name the NBD client asks for */
-static unsigned queue_depth = RB_DEFAULT_QUEUE_DEPTH;
-static unsigned timeout_s = RB_DEFAULT_TIMEOUT_S;
-static unsigned retry;
-static unsigned keepalive_s = RB_DEFAULT_KEEPALIVE_S;
-static int busy_poll;
-static char *secret_file;       /* absolute path, or NULL */
-static int mr_mode = RB_MR_WINDOW;   /* docs/security.md */
+/* Every parameter, parsed by the library (initiator/params.c). */
+static struct rb_opts opts;
 
 struct handle {
 	struct rb_client *client;
@@ -95,131 +83,58 @@ rdmaplug_log(enum rb_log_level level, const char *msg)
 }
 
 static void
-rdmaplug_unload(void)
+rdmaplug_load(void)
 {
-	free(hostname);
-	free(export_name);
-	free(secret_file);
+	rb_opts_init(&opts);
 }
 
-static int
-parse_uint(const char *key, const char *value, uint64_t min, uint64_t max,
-	   unsigned *out)
+static void
+rdmaplug_unload(void)
 {
-	uint64_t v;
-
-	if (rb_parse_uint(value, min, max, &v) < 0) {
-		nbdkit_error("invalid %s '%s': expected an integer in %llu..%llu",
-			     key, value, (unsigned long long)min,
-			     (unsigned long long)max);
-		return -1;
-	}
-	*out = (unsigned)v;
-	return 0;
+	rb_opts_free(&opts);
 }
 
 static int
 rdmaplug_config(const char *key, const char *value)
 {
-	const char *why = "";
-	unsigned v;
-	int b;
+	char err[512];
 
-	if (strcmp(key, "hostname") == 0) {
-		free(hostname);
-		hostname = strdup(value);
-		if (hostname == NULL) {
-			nbdkit_error("strdup: %m");
-			return -1;
-		}
-	} else if (strcmp(key, "port") == 0) {
-		if (parse_uint(key, value, 1, 65535, &v) < 0)
-			return -1;
-		port = (uint16_t)v;
-	} else if (strcmp(key, "export") == 0) {
-		if (rb_export_name_valid(value, &why) < 0) {
-			nbdkit_error("invalid export '%s': %s", value, why);
-			return -1;
-		}
-		free(export_name);
-		export_name = strdup(value);
-		if (export_name == NULL) {
-			nbdkit_error("strdup: %m");
-			return -1;
-		}
-	} else if (strcmp(key, "queue-depth") == 0) {
-		return parse_uint(key, value, 1, 1024, &queue_depth);
-	} else if (strcmp(key, "timeout") == 0) {
-		return parse_uint(key, value, 1, 86400, &timeout_s);
-	} else if (strcmp(key, "retry") == 0) {
-		return parse_uint(key, value, 0, 1000, &retry);
-	} else if (strcmp(key, "keepalive") == 0) {
-		return parse_uint(key, value, 0, 3600, &keepalive_s);
-	} else if (strcmp(key, "busy-poll") == 0) {
-		b = nbdkit_parse_bool(value);
-		if (b < 0)
-			return -1;
-		busy_poll = b;
-	} else if (strcmp(key, "secret-file") == 0) {
-		free(secret_file);
-		/* nbdkit may chdir("/") when it daemonizes. */
-		secret_file = nbdkit_absolute_path(value);
-		if (secret_file == NULL)
-			return -1;
-	} else if (strcmp(key, "mr") == 0) {
-		if (strcmp(value, "window") == 0)
-			mr_mode = RB_MR_WINDOW;
-		else if (strcmp(value, "static") == 0)
-			mr_mode = RB_MR_STATIC;
-		else {
-			nbdkit_error("mr: '%s' is not window or static", value);
-			return -1;
-		}
-	} else {
-		nbdkit_error("unknown parameter '%s'", key);
+	if (rb_opts_set(&opts, key, value, err, sizeof(err)) < 0) {
+		nbdkit_error("%s", err);
 		return -1;
 	}
 	return 0;
 }
 
-/* RDMA CM wants a numeric address: resolve a name once, here. */
 static int
 rdmaplug_config_complete(void)
 {
-	struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *ai;
-	int r;
+	char err[512];
 
-	if (hostname == NULL) {
+	if (opts.hostname_ == NULL) {
 		nbdkit_error("the hostname parameter is required: "
 			     "nbdkit rdma hostname=ADDRESS export=NAME");
 		return -1;
 	}
-	r = getaddrinfo(hostname, NULL, &hints, &ai);
-	if (r != 0) {
-		nbdkit_error("hostname '%s': %s", hostname, gai_strerror(r));
+	if (rb_opts_resolve(&opts, err, sizeof(err)) < 0) {
+		nbdkit_error("%s", err);
 		return -1;
 	}
-	r = getnameinfo(ai->ai_addr, ai->ai_addrlen, host_addr, sizeof(host_addr),
-			NULL, 0, NI_NUMERICHOST);
-	freeaddrinfo(ai);
-	if (r != 0) {
-		nbdkit_error("hostname '%s': %s", hostname, gai_strerror(r));
-		return -1;
-	}
-	if (secret_file != NULL) {
+	if (opts.secret_file != NULL) {
 		/* Refuse a bad secret file at startup, not at the first client. */
 		struct rb_secret s;
 		char msg[512];
 
-		if (rb_secret_load(secret_file, &s, msg, sizeof(msg)) < 0) {
+		if (rb_secret_load(opts.secret_file, &s, msg, sizeof(msg)) < 0) {
 			nbdkit_error("%s", msg);
 			return -1;
 		}
 		rb_secret_wipe(&s);
 	}
-	if (keepalive_s != 0 && keepalive_s * 3 > timeout_s)
+	if (opts.keepalive_s != 0 && opts.keepalive_s * 3 > opts.timeout_s)
 		nbdkit_debug("keepalive=%u detects a dead target in about %u s, "
-			     "after timeout=%u", keepalive_s, keepalive_s * 3, timeout_s);
+			     "after timeout=%u", opts.keepalive_s, opts.keepalive_s * 3,
+			     opts.timeout_s);
 	return 0;
 }
 
@@ -251,17 +166,8 @@ rdmaplug_dump_plugin(void)
 static void
 opts_fill(struct rb_opts *o, const char *name)
 {
-	rb_opts_init(o);
-	o->host = host_addr;
-	o->port = port;
+	*o = opts;
 	o->export_name = name;
-	o->queue_depth = queue_depth;
-	o->timeout_s = timeout_s;
-	o->keepalive_s = keepalive_s;
-	o->retry = retry;
-	o->busy_poll = busy_poll;
-	o->secret_file = secret_file;
-	o->mr = mr_mode;
 }
 
 static int
@@ -282,8 +188,8 @@ rdmaplug_after_fork(void)
 	struct rb_opts o;
 
 	rb_set_log(rdmaplug_log);
-	opts_fill(&o, export_name);
-	if (export_name == NULL)
+	opts_fill(&o, opts.export_name);
+	if (opts.export_name == NULL)
 		return rb_list_exports(&o, ignore_export, NULL) < 0 ? -1 : 0;
 	if (rb_client_open(&o, &c) < 0)
 		return -1;
@@ -294,7 +200,7 @@ rdmaplug_after_fork(void)
 static void *
 rdmaplug_open(int readonly)
 {
-	const char *name = export_name ? export_name : nbdkit_export_name();
+	const char *name = opts.export_name ? opts.export_name : nbdkit_export_name();
 	struct handle *h;
 	struct rb_opts o;
 
@@ -387,8 +293,8 @@ rdmaplug_default_export(int readonly, int is_tls)
 
 	(void)readonly;
 	(void)is_tls;
-	if (export_name != NULL)
-		return export_name;
+	if (opts.export_name != NULL)
+		return opts.export_name;
 	opts_fill(&o, NULL);
 	if (rb_list_exports(&o, first_export, &name) < 0)
 		return NULL;
@@ -562,6 +468,7 @@ static struct nbdkit_plugin plugin = {
 	.longname           = "nbdkit rdmablk (RDMA block device) plugin",
 	.version            = RDMABLK_VERSION,
 	.description        = "Serve an rdmablk export over NBD",
+	.load               = rdmaplug_load,
 	.unload             = rdmaplug_unload,
 	.cleanup            = rdmaplug_cleanup,
 	.config             = rdmaplug_config,

@@ -1,0 +1,166 @@
+/* The initiator's key=value parameters, one parser for every front end
+ * (plugin/rdma.c, ublk/).  Each key has one small setter; hostname= is
+ * kept apart in set_hostname so that what it accepts can change alone. */
+#include <errno.h>
+#include <netdb.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "auth.h"
+#include "protocol.h"
+#include "rdmablk.h"
+#include "util.h"
+
+static int
+bad(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+	return -EINVAL;
+}
+
+static int
+set_string(char **slot, const char **pub, const char *value, char *err,
+	   size_t errlen)
+{
+	char *copy = strdup(value);
+
+	if (copy == NULL)
+		return bad(err, errlen, "out of memory");
+	free(*slot);
+	*slot = copy;
+	if (pub != NULL)
+		*pub = copy;
+	return 0;
+}
+
+static int
+set_uint(const char *key, const char *value, uint64_t min, uint64_t max,
+	 unsigned *out, char *err, size_t errlen)
+{
+	uint64_t v;
+
+	if (rb_parse_uint(value, min, max, &v) < 0)
+		return bad(err, errlen, "invalid %s '%s': expected an integer in "
+			   "%llu..%llu", key, value, (unsigned long long)min,
+			   (unsigned long long)max);
+	*out = (unsigned)v;
+	return 0;
+}
+
+/* hostname=: one target, a name or a numeric address, resolved later. */
+static int
+set_hostname(struct rb_opts *o, const char *value, char *err, size_t errlen)
+{
+	if (value[0] == '\0')
+		return bad(err, errlen, "invalid hostname '': empty");
+	free(o->host_);
+	o->host_ = NULL;
+	o->host = NULL;
+	return set_string(&o->hostname_, NULL, value, err, errlen);
+}
+
+/* A relative path is made absolute now: a daemon may chdir("/") later. */
+static int
+set_secret_file(struct rb_opts *o, const char *value, char *err, size_t errlen)
+{
+	char cwd[4096], *abs;
+
+	if (value[0] == '/' || getcwd(cwd, sizeof(cwd)) == NULL)
+		return set_string(&o->secret_, &o->secret_file, value, err, errlen);
+	if (asprintf(&abs, "%s/%s", cwd, value) < 0)
+		return bad(err, errlen, "out of memory");
+	free(o->secret_);
+	o->secret_ = abs;
+	o->secret_file = abs;
+	return 0;
+}
+
+int
+rb_opts_set(struct rb_opts *o, const char *key, const char *value,
+	    char *err, size_t errlen)
+{
+	const char *why = "";
+	unsigned v = 0;
+	int b;
+
+	if (strcmp(key, "hostname") == 0)
+		return set_hostname(o, value, err, errlen);
+	if (strcmp(key, "port") == 0) {
+		if (set_uint(key, value, 1, 65535, &v, err, errlen) < 0)
+			return -EINVAL;
+		o->port = (uint16_t)v;
+		return 0;
+	}
+	if (strcmp(key, "export") == 0) {
+		if (rb_export_name_valid(value, &why) < 0)
+			return bad(err, errlen, "invalid export '%s': %s", value, why);
+		return set_string(&o->export_, &o->export_name, value, err, errlen);
+	}
+	if (strcmp(key, "queue-depth") == 0)
+		return set_uint(key, value, 1, 1024, &o->queue_depth, err, errlen);
+	if (strcmp(key, "timeout") == 0)
+		return set_uint(key, value, 1, 86400, &o->timeout_s, err, errlen);
+	if (strcmp(key, "retry") == 0)
+		return set_uint(key, value, 0, 1000, &o->retry, err, errlen);
+	if (strcmp(key, "keepalive") == 0)
+		return set_uint(key, value, 0, 3600, &o->keepalive_s, err, errlen);
+	if (strcmp(key, "busy-poll") == 0) {
+		if (rb_parse_bool(value, &b) < 0)
+			return bad(err, errlen, "invalid busy-poll '%s': expected a "
+				   "boolean (true/false, on/off, 1/0)", value);
+		o->busy_poll = b;
+		return 0;
+	}
+	if (strcmp(key, "secret-file") == 0)
+		return set_secret_file(o, value, err, errlen);
+	if (strcmp(key, "mr") == 0) {
+		if (strcmp(value, "window") == 0)
+			o->mr = RB_MR_WINDOW;
+		else if (strcmp(value, "static") == 0)
+			o->mr = RB_MR_STATIC;
+		else
+			return bad(err, errlen, "mr: '%s' is not window or static", value);
+		return 0;
+	}
+	snprintf(err, errlen, "unknown parameter '%s'", key);
+	return -ENOENT;
+}
+
+/* RDMA CM wants a numeric address: resolve a name once, here. */
+int
+rb_opts_resolve(struct rb_opts *o, char *err, size_t errlen)
+{
+	struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *ai;
+	char num[64];
+	int r;
+
+	if (o->hostname_ == NULL)
+		return bad(err, errlen, "the hostname parameter is required");
+	r = getaddrinfo(o->hostname_, NULL, &hints, &ai);
+	if (r != 0)
+		return bad(err, errlen, "hostname '%s': %s", o->hostname_, gai_strerror(r));
+	r = getnameinfo(ai->ai_addr, ai->ai_addrlen, num, sizeof(num), NULL, 0,
+			NI_NUMERICHOST);
+	freeaddrinfo(ai);
+	if (r != 0)
+		return bad(err, errlen, "hostname '%s': %s", o->hostname_, gai_strerror(r));
+	return set_string(&o->host_, &o->host, num, err, errlen);
+}
+
+void
+rb_opts_free(struct rb_opts *o)
+{
+	free(o->hostname_);
+	free(o->host_);
+	free(o->export_);
+	free(o->secret_);
+	rb_opts_init(o);
+}
