@@ -42,6 +42,7 @@ COMMON_SRCS    := $(sort $(wildcard common/*.c))
 TARGET_SRCS    := $(sort $(wildcard target/*.c))
 INITIATOR_SRCS := $(sort $(wildcard initiator/*.c))
 PLUGIN_SRCS    := $(sort $(wildcard plugin/*.c))
+UBLK_SRCS      := $(sort $(wildcard ublk/*.c))
 UNIT_SRCS      := $(sort $(wildcard tests/unit/test-*.c))
 TOOL_SRCS      := $(sort $(wildcard tests/tools/*.c))
 
@@ -51,16 +52,18 @@ TARGET_OBJS    := $(call obj,$(TARGET_SRCS))
 TARGET_LIBOBJS := $(filter-out $(BUILD)/target/main.o,$(TARGET_OBJS))
 INITIATOR_OBJS := $(call obj,$(INITIATOR_SRCS))
 PLUGIN_OBJS    := $(call obj,$(PLUGIN_SRCS))
+UBLK_OBJS      := $(call obj,$(UBLK_SRCS))
 UNIT_BINS      := $(patsubst tests/unit/%.c,$(BUILD)/tests/unit/%,$(UNIT_SRCS))
 TOOL_BINS      := $(patsubst tests/tools/%.c,$(BUILD)/tests/%,$(TOOL_SRCS))
 
 TARGET_BIN := $(BUILD)/rdmablk-target
 LIB        := $(BUILD)/librdmablk.a
 PLUGIN     := $(BUILD)/nbdkit-rdma-plugin.so
+UBLK_BIN   := $(BUILD)/rdmablk-ublk
 
 .PHONY: all check check-unit check-integration check-long demo bench install clean
 
-all: $(TARGET_BIN) $(LIB) $(PLUGIN) $(TOOL_BINS) $(UNIT_BINS)
+all: $(TARGET_BIN) $(LIB) $(PLUGIN) $(UBLK_BIN) $(TOOL_BINS) $(UNIT_BINS)
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -75,6 +78,9 @@ $(LIB): $(INITIATOR_OBJS) $(COMMON_OBJS)
 
 $(PLUGIN): $(PLUGIN_OBJS) $(LIB)
 	$(CC) $(LDFLAGS) -shared -o $@ $(PLUGIN_OBJS) $(LIB) $(INIT_LIBS)
+
+$(UBLK_BIN): $(UBLK_OBJS) $(LIB)
+	$(CC) $(LDFLAGS) -o $@ $(UBLK_OBJS) $(LIB) $(INIT_LIBS) -luring
 
 # nbdkit_* symbols come from the nbdkit executable, so no -z defs here.
 # Unit tests link everything but the target's main().
@@ -126,11 +132,12 @@ bench: all
 SYSTEMDDIR ?= $(shell pkg-config systemd --variable=systemdsystemunitdir 2>/dev/null || echo /lib/systemd/system)
 MANDIR ?= $(PREFIX)/share/man
 
-install: $(TARGET_BIN) $(PLUGIN)
+install: $(TARGET_BIN) $(PLUGIN) $(UBLK_BIN)
 	install -d $(DESTDIR)$(PREFIX)/sbin $(DESTDIR)$(NBDKIT_PLUGINDIR) $(DESTDIR)$(SYSCONFDIR)/rdmablk \
 		$(DESTDIR)$(SYSTEMDDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(MANDIR)/man8
 	install -m 0755 $(TARGET_BIN) $(DESTDIR)$(PREFIX)/sbin/rdmablk-target
 	install -m 0755 $(PLUGIN) $(DESTDIR)$(NBDKIT_PLUGINDIR)/nbdkit-rdma-plugin.so
+	install -m 0755 $(UBLK_BIN) $(DESTDIR)$(PREFIX)/sbin/rdmablk-ublk
 	install -m 0644 target/rdmablk.conf.example $(DESTDIR)$(SYSCONFDIR)/rdmablk/rdmablk.conf.example
 	sed 's|@SBINDIR@|$(PREFIX)/sbin|g' target/rdmablk-target.service >$(DESTDIR)$(SYSTEMDDIR)/rdmablk-target.service
 	chmod 0644 $(DESTDIR)$(SYSTEMDDIR)/rdmablk-target.service

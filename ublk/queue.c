@@ -1,0 +1,283 @@
+/* One ublk queue: its thread fetches requests from /dev/ublkcN through its
+ * own io_uring, sends them on its own RDMA connection (asynchronous API),
+ * and commits each result together with the next fetch.  The connection's
+ * readiness fd is polled through the same ring, so the thread sleeps in
+ * one place for both.
+ *
+ * Per tag:  FETCHING --request--> AT_TARGET --reaped--> FETCHING (COMMIT_AND_FETCH)
+ *                \--ABORT (device stopping)--> DONE */
+#include <errno.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "protocol.h"
+#include "ublk.h"
+
+#define POLL_TAG    UINT64_MAX
+#define TICK_NS     (1000 * 1000 * 1000ll)   /* reap at least this often: timeouts */
+
+enum ub_io_state { UB_IO_FETCHING, UB_IO_AT_TARGET, UB_IO_DONE };
+
+struct ub_io {
+	enum ub_io_state state;
+	struct rb_aio    aio;
+};
+
+/* A zeroed 128-byte SQE.  The ring has room for one command per tag and
+ * the poll, so it is never full; submit first if it were. */
+static struct io_uring_sqe *
+get_sqe(struct ub_queue *q)
+{
+	struct io_uring_sqe *sqe = io_uring_get_sqe(&q->ring);
+
+	if (sqe == NULL) {
+		io_uring_submit(&q->ring);
+		sqe = io_uring_get_sqe(&q->ring);
+		if (sqe == NULL) {
+			ub_log("queue %u: io_uring submission queue full", q->id);
+			abort();
+		}
+	}
+	memset(sqe, 0, 2 * sizeof(*sqe));
+	return sqe;
+}
+
+static void
+prep_io_cmd(struct ub_queue *q, unsigned op, unsigned tag, int result)
+{
+	struct io_uring_sqe *sqe = get_sqe(q);
+	struct ublksrv_io_cmd *cmd;
+
+	sqe->opcode = IORING_OP_URING_CMD;
+	sqe->fd = q->dev->cdev_fd;
+	sqe->cmd_op = op;
+	sqe->user_data = tag;
+	cmd = (struct ublksrv_io_cmd *)(void *)sqe->cmd;
+	cmd->q_id = (uint16_t)q->id;
+	cmd->tag = (uint16_t)tag;
+	cmd->result = result;
+	cmd->addr = (uintptr_t)(q->bufs + (size_t)tag * q->dev->io_bytes);
+	q->ios[tag].state = UB_IO_FETCHING;
+}
+
+static void
+arm_poll(struct ub_queue *q)
+{
+	struct io_uring_sqe *sqe;
+
+	if (q->poll_armed)
+		return;
+	sqe = get_sqe(q);
+	io_uring_prep_poll_add(sqe, rb_aio_fd(q->client), POLLIN);
+	sqe->user_data = POLL_TAG;
+	q->poll_armed = 1;
+}
+
+int
+ub_queue_create(struct ub_queue *q)
+{
+	struct ub_dev *d = q->dev;
+	size_t per_q = (size_t)UBLK_MAX_QUEUE_DEPTH * sizeof(struct ublksrv_io_desc);
+	long page = sysconf(_SC_PAGESIZE);
+	off_t off;
+	int r;
+
+	per_q = (per_q + (size_t)page - 1) / (size_t)page * (size_t)page;
+	off = (off_t)(UBLKSRV_CMD_BUF_OFFSET + q->id * per_q);
+	q->iods_len = (d->depth * sizeof(struct ublksrv_io_desc) + (size_t)page - 1) /
+		(size_t)page * (size_t)page;
+	q->iods = mmap(NULL, q->iods_len, PROT_READ, MAP_SHARED | MAP_POPULATE,
+		       d->cdev_fd, off);
+	if (q->iods == MAP_FAILED) {
+		q->iods = NULL;
+		ub_log("queue %u: mmap of the I/O descriptors: %s", q->id, strerror(errno));
+		return -1;
+	}
+	q->bufs_len = (size_t)d->depth * d->io_bytes;
+	q->bufs = mmap(NULL, q->bufs_len, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+	if (q->bufs == MAP_FAILED) {
+		q->bufs = NULL;
+		ub_log("queue %u: %zu bytes of buffers: %s", q->id, q->bufs_len,
+		       strerror(errno));
+		return -1;
+	}
+	q->ios = calloc(d->depth, sizeof(*q->ios));
+	if (q->ios == NULL) {
+		ub_log("queue %u: out of memory", q->id);
+		return -1;
+	}
+	if (q->id == 0 && d->first != NULL) {
+		q->client = d->first;
+		d->first = NULL;
+	} else if (rb_client_open(&d->opts, &q->client) < 0) {
+		q->client = NULL;
+		ub_log("queue %u: cannot connect to the target", q->id);
+		return -1;
+	}
+	r = io_uring_queue_init(d->depth + 2, &q->ring, IORING_SETUP_SQE128);
+	if (r < 0) {
+		ub_log("queue %u: io_uring_queue_init: %s", q->id, strerror(-r));
+		return -1;
+	}
+	q->ring_ok = 1;
+	return 0;
+}
+
+void
+ub_queue_destroy(struct ub_queue *q)
+{
+	if (q->ring_ok)
+		io_uring_queue_exit(&q->ring);
+	q->ring_ok = 0;
+	rb_client_close(q->client);
+	q->client = NULL;
+	free(q->ios);
+	q->ios = NULL;
+	if (q->bufs != NULL)
+		munmap(q->bufs, q->bufs_len);
+	q->bufs = NULL;
+	if (q->iods != NULL)
+		munmap(q->iods, q->iods_len);
+	q->iods = NULL;
+}
+
+static int
+has(const struct ub_dev *d, uint32_t flag)
+{
+	return (d->desc.flags & flag) != 0;
+}
+
+/* A request from the kernel: send it, or answer at once. */
+static void
+start_io(struct ub_queue *q, unsigned tag)
+{
+	const struct ublksrv_io_desc *iod = &q->iods[tag];
+	struct ub_io *io = &q->ios[tag];
+	struct rb_aio *a = &io->aio;
+	unsigned op = ublksrv_get_op(iod), fl = ublksrv_get_flags(iod);
+	int r;
+
+	memset(a, 0, sizeof(*a));
+	a->user = tag;
+	a->off = iod->start_sector << 9;
+	a->len = iod->nr_sectors << 9;
+	a->buf = q->bufs + (size_t)tag * q->dev->io_bytes;
+	switch (op) {
+	case UBLK_IO_OP_READ:
+		a->op = RB_AIO_READ;
+		break;
+	case UBLK_IO_OP_WRITE:
+		a->op = RB_AIO_WRITE;
+		a->flags = fl & UBLK_IO_F_FUA ? RB_IO_FUA : 0;
+		break;
+	case UBLK_IO_OP_FLUSH:
+		/* durability=always without FLUSH: every replied write is
+		 * durable already. */
+		if (!has(q->dev, RB_EXP_FLUSH)) {
+			prep_io_cmd(q, UB_IO(UBLK_IO_COMMIT_AND_FETCH_REQ), tag, 0);
+			return;
+		}
+		a->op = RB_AIO_FLUSH;
+		a->len = 0;
+		break;
+	case UBLK_IO_OP_DISCARD:
+		a->op = RB_AIO_TRIM;
+		a->flags = fl & UBLK_IO_F_FUA ? RB_IO_FUA : 0;
+		break;
+	case UBLK_IO_OP_WRITE_ZEROES:
+		a->op = RB_AIO_ZERO;
+		a->flags = (fl & UBLK_IO_F_FUA ? RB_IO_FUA : 0) |
+			(fl & UBLK_IO_F_NOUNMAP ? RB_IO_NO_HOLE : 0);
+		break;
+	default:
+		ub_log("queue %u: unsupported ublk operation %u", q->id, op);
+		prep_io_cmd(q, UB_IO(UBLK_IO_COMMIT_AND_FETCH_REQ), tag, -EOPNOTSUPP);
+		return;
+	}
+	io->state = UB_IO_AT_TARGET;
+	r = rb_aio_submit(q->client, a);
+	if (r < 0)
+		prep_io_cmd(q, UB_IO(UBLK_IO_COMMIT_AND_FETCH_REQ), tag, r);
+}
+
+/* A reaped request: its result goes back with the next fetch. */
+static void
+io_done(void *opaque, struct rb_aio *a)
+{
+	struct ub_queue *q = opaque;
+	int res = a->result < 0 ? a->result : (int)a->len;
+
+	prep_io_cmd(q, UB_IO(UBLK_IO_COMMIT_AND_FETCH_REQ), (unsigned)a->user, res);
+}
+
+static void
+handle_cqe(struct ub_queue *q, const struct io_uring_cqe *cqe, int *reap)
+{
+	unsigned tag;
+
+	if (cqe->user_data == POLL_TAG) {
+		q->poll_armed = 0;
+		*reap = 1;
+		return;
+	}
+	tag = (unsigned)cqe->user_data;
+	if (cqe->res == UBLK_IO_RES_OK) {
+		start_io(q, tag);
+		return;
+	}
+	/* ABORT: the device is stopping; no more requests for this tag. */
+	if (cqe->res != UBLK_IO_RES_ABORT)
+		ub_log("queue %u tag %u: fetch failed: %s", q->id, tag,
+		       strerror(-cqe->res));
+	q->ios[tag].state = UB_IO_DONE;
+	q->aborted++;
+}
+
+void *
+ub_queue_run(void *arg)
+{
+	struct ub_queue *q = arg;
+	struct __kernel_timespec tick = { .tv_sec = 0, .tv_nsec = TICK_NS - 1 };
+	struct io_uring_cqe *cqe;
+	unsigned tag, head, seen;
+	int r, reap;
+
+	for (tag = 0; tag < q->dev->depth; tag++)
+		prep_io_cmd(q, UB_IO(UBLK_IO_FETCH_REQ), tag, 0);
+	arm_poll(q);
+	r = io_uring_submit(&q->ring);
+	ub_queue_ready(q, r >= 0);
+	if (r < 0) {
+		ub_log("queue %u: submitting the fetches: %s", q->id, strerror(-r));
+		goto out;
+	}
+	rb_aio_reap(q->client, io_done, q);   /* arms the completion channel */
+	while (q->aborted < q->dev->depth || rb_aio_outstanding(q->client) > 0) {
+		r = io_uring_submit_and_wait_timeout(&q->ring, &cqe, 1, &tick, NULL);
+		if (r < 0 && r != -ETIME && r != -EINTR) {
+			ub_log("queue %u: io_uring: %s", q->id, strerror(-r));
+			break;
+		}
+		reap = r == -ETIME;
+		seen = 0;
+		io_uring_for_each_cqe(&q->ring, head, cqe) {
+			handle_cqe(q, cqe, &reap);
+			seen++;
+		}
+		io_uring_cq_advance(&q->ring, seen);
+		if (reap)
+			rb_aio_reap(q->client, io_done, q);
+		if (q->aborted < q->dev->depth || rb_aio_outstanding(q->client) > 0)
+			arm_poll(q);
+	}
+	/* Results reaped after the aborts go nowhere: the kernel has failed
+	 * those requests itself. */
+	io_uring_submit(&q->ring);
+out:
+	__atomic_add_fetch(&q->dev->queues_done, 1, __ATOMIC_RELEASE);
+	return NULL;
+}

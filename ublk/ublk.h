@@ -1,0 +1,102 @@
+/* rdmablk-ublk: an rdmablk export as a Linux ublk block device.
+ *
+ * The control path (ctrl.c) talks to /dev/ublk-control through io_uring
+ * commands; each ublk queue has one thread (queue.c) with its own io_uring
+ * on /dev/ublkcN and its own RDMA connection (an rb_client driven through
+ * the asynchronous API), so a request never changes thread between the
+ * kernel and the verbs. */
+#ifndef RDMABLK_UBLK_H
+#define RDMABLK_UBLK_H
+
+#include <liburing.h>
+#include <linux/ublk_cmd.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <sys/ioctl.h>
+
+#include "rdmablk.h"
+
+/* Newer than Debian 12's 6.1 uapi header: only what we use. */
+#ifndef UBLK_CMD_GET_FEATURES
+#define UBLK_CMD_GET_FEATURES   0x13
+#endif
+#ifndef UBLK_F_CMD_IOCTL_ENCODE
+#define UBLK_F_CMD_IOCTL_ENCODE (1ULL << 6)
+#endif
+/* The ioctl-encoded opcodes (every kernel reporting UBLK_F_CMD_IOCTL_ENCODE
+ * takes them; the bare ones need CONFIG_BLKDEV_UBLK_LEGACY_OPCODES). */
+#define UB_CMD(nr)      _IOWR('u', nr, struct ublksrv_ctrl_cmd)
+#define UB_CMD_R(nr)    _IOR('u', nr, struct ublksrv_ctrl_cmd)
+#define UB_IO(nr)       _IOWR('u', nr, struct ublksrv_io_cmd)
+
+#define UB_MAX_QUEUES   16
+#define UB_MAX_DEPTH    1024
+
+/* ctrl.c: /dev/ublk-control. */
+struct ub_ctrl {
+	int             fd;
+	struct io_uring ring;
+};
+int  ub_ctrl_open(struct ub_ctrl *c);
+void ub_ctrl_close(struct ub_ctrl *c);
+/* One control command; buf/len is its in/out buffer, data0 its inline
+ * argument.  Returns the kernel's result (>= 0) or a negative errno. */
+int  ub_ctrl_cmd(struct ub_ctrl *c, unsigned op, uint32_t dev_id, void *buf,
+		 uint16_t len, uint64_t data0);
+const char *ub_cmd_name(unsigned op);
+
+/* A device being served (dev.c). */
+struct ub_queue;
+struct ub_dev {
+	struct rb_opts                opts;
+	unsigned                      nr_queues;
+	unsigned                      depth;
+	struct ublksrv_ctrl_dev_info  info;     /* the kernel's reply to ADD_DEV */
+	struct rb_export_desc         desc;     /* from the first HELLO_REPLY */
+	uint32_t                      io_bytes; /* per-request buffer: max_sectors */
+	int                           cdev_fd;
+	struct ub_queue              *queues;
+	struct rb_client             *first;    /* queue 0's client, opened to learn the export */
+	unsigned                      queues_done; /* atomic: threads that ended */
+};
+
+/* queue.c: one thread per queue. */
+struct ub_queue {
+	struct ub_dev     *dev;
+	unsigned           id;
+	pthread_t          tid;
+	int                started;
+	struct rb_client  *client;
+	struct io_uring    ring;
+	int                ring_ok;
+	struct ublksrv_io_desc *iods;   /* mmap'ed from /dev/ublkcN */
+	size_t             iods_len;
+	char              *bufs;        /* depth x io_bytes */
+	size_t             bufs_len;
+	struct ub_io      *ios;         /* depth */
+	unsigned           aborted;     /* tags the kernel will not send again */
+	int                poll_armed;
+	int                ready;       /* FETCHes issued (under dev lock) */
+	int                failed;
+};
+/* Prepare queue q (client, mmap, ring, buffers).  0 or -1 (logged). */
+int  ub_queue_create(struct ub_queue *q);
+void ub_queue_destroy(struct ub_queue *q);
+/* The thread body: fetch, serve until every tag is aborted and nothing is
+ * in flight. */
+void *ub_queue_run(void *arg);
+/* Set by queue threads when they have issued their FETCHes. */
+void ub_queue_ready(struct ub_queue *q, int ok);
+
+/* dev.c */
+int  ub_dev_add(struct ub_dev *d, int *dev_id);
+/* STOP_DEV (drains: the kernel waits for in-flight I/O, which the queue
+ * threads finish), join the threads, close, DEL_DEV. */
+void ub_dev_remove(struct ub_dev *d, int own_stop);
+int  ub_del(int dev_id);
+int  ub_list(void);
+
+/* main.c: the log hook. */
+void ub_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+#endif
