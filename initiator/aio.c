@@ -204,12 +204,21 @@ live_conn(struct rb_client *c, struct rb_aio_ctx *x)
 		if (x->watched != NULL) {
 			if (!__atomic_load_n(&x->watched->dead, __ATOMIC_ACQUIRE))
 				return x->watched;
-			/* Its unanswered requests back on the queue first. */
+			/* Its unanswered requests back on the queue first; then
+			 * drop our reference, so that the client's teardown
+			 * thread, not this one, destroys it (conn.c). */
 			collect(c, x, x->watched);
+			unwatch(x);
 		}
 		conn = rb_client_get_conn(c, x->pend_head->deadline_ns_, &err);
 		if (conn != NULL) {
 			watch(x, conn);
+			/* Armed before the first post: its reply raises the fd. */
+			if (rb_conn_arm(x->watched) < 0) {
+				pthread_mutex_lock(&x->watched->lock);
+				rb_conn_mark_dead_locked(x->watched, "ibv_req_notify_cq failed");
+				pthread_mutex_unlock(&x->watched->lock);
+			}
 			continue;
 		}
 		fail_pending(x, 1, err);

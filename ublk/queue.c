@@ -182,6 +182,7 @@ start_io(struct ub_queue *q, unsigned tag)
 			return;
 		}
 		a->op = RB_AIO_FLUSH;
+		a->off = 0;     /* the descriptor's sector is meaningless here */
 		a->len = 0;
 		break;
 	case UBLK_IO_OP_DISCARD:

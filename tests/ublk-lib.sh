@@ -1,0 +1,42 @@
+# Shared by the ublk tests (guest kernel 6.12): load ublk_drv, and add/remove a device with
+# rdmablk-ublk. A ublk test sources only this file (it brings lib.sh and plugin-conf.sh).
+# shellcheck shell=bash
+# shellcheck source=tests/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+# shellcheck source=tests/plugin-conf.sh
+. "$(dirname "${BASH_SOURCE[0]}")/plugin-conf.sh"
+UBLK=$BUILD/rdmablk-ublk
+
+# require_ublk: skip only where the kernel has no ublk at all (Debian's 6.1); the suite runs
+# these tests in a 6.12 guest boot (tests/run-integration), where that never happens.
+require_ublk() {
+    requires_file "$UBLK"
+    [ "$(id -u)" = 0 ] || skip "needs root"
+    [ -e /dev/ublk-control ] || modprobe ublk_drv 2>/dev/null || true
+    [ -e /dev/ublk-control ] || skip "no ublk in kernel $(uname -r) (CONFIG_BLK_DEV_UBLK)"
+}
+
+# ublk_add NAME KEY=VALUE...: add a device; sets DEV (/dev/ublkbN) and UBLK_PID (the server).
+# The server's later messages go to $LOGS/NAME.log too.
+ublk_add() {
+    local name=$1
+    shift
+    DEV=$("$UBLK" add "$@" 2>>"$LOGS/$name.log") || fail "rdmablk-ublk add $*: $(cat "$LOGS/$name.log")"
+    [ -b "$DEV" ] || wait_for 10 test -b "$DEV" || fail "rdmablk-ublk printed '$DEV', which is no block device"
+    UBLK_PID=$("$UBLK" list 2>/dev/null | sed -n "s|^$DEV state=live pid=\([0-9]*\).*|\1|p")
+    [ -n "$UBLK_PID" ] || fail "rdmablk-ublk list does not show $DEV live: $("$UBLK" list 2>&1)"
+    on_exit "$UBLK" del "$DEV"
+    echo "$name: $DEV (server pid ${UBLK_PID:-?})" >>"$LOGS/$name.log"
+}
+
+# ublk_setup SIZE [KEY=VALUE...]: RDMA and ublk present, a target with disk0 of SIZE
+# (plugin-conf.sh), and a device on it (DEV, UBLK_PID; its server log is $LOGS/ublk.log).
+ublk_setup() {
+    local size=$1
+    shift
+    require_rdma
+    require_ublk
+    write_target_conf "$size"
+    start_target "$T/target.conf"
+    ublk_add ublk hostname="$RDMABLK_ADDR" export=disk0 "$@"
+}
