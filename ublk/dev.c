@@ -187,13 +187,20 @@ ub_dev_add(struct ub_dev *d, int *dev_id)
 		ub_log("ADD_DEV: %s", strerror(-r));
 		goto out_ctrl;
 	}
-	/* The kernel may have lowered what we asked for: check its reply. */
-	if (d->info.nr_hw_queues != d->nr_queues || d->info.queue_depth != d->depth) {
+	/* The kernel may have lowered what we asked for (no more queues than
+	 * CPUs): serve what it granted, and say so. */
+	if (d->info.nr_hw_queues < 1 || d->info.nr_hw_queues > d->nr_queues ||
+	    d->info.queue_depth < 1 || d->info.queue_depth > d->depth) {
 		ub_log("ADD_DEV granted %u queues of depth %u, asked %u of %u",
 		       d->info.nr_hw_queues, d->info.queue_depth, d->nr_queues, d->depth);
 		r = -EINVAL;
 		goto out_del;
 	}
+	if (d->info.nr_hw_queues != d->nr_queues || d->info.queue_depth != d->depth)
+		ub_log("note: the kernel granted %u queue(s) of depth %u (asked %u of %u)",
+		       d->info.nr_hw_queues, d->info.queue_depth, d->nr_queues, d->depth);
+	d->nr_queues = d->info.nr_hw_queues;
+	d->depth = d->info.queue_depth;
 	d->io_bytes = d->info.max_io_buf_bytes < d->desc.max_io ?
 		d->info.max_io_buf_bytes : d->desc.max_io;
 	d->io_bytes &= ~(d->desc.min_block - 1);
