@@ -1,0 +1,33 @@
+#!/bin/bash
+# guest-kernel: 6.12
+# rdmablk-ublk del while fio writes to the device: del returns, the device and its server are
+# gone, fio ends (its I/O after the removal fails; what it had in flight was drained), nothing
+# is left in `list`, and a new device on the export serves verified I/O.
+# shellcheck source=tests/ublk-lib.sh
+. "$(dirname "$0")/ublk-lib.sh"
+
+requires fio
+ublk_setup 64M queues=2
+
+fio --name=w --filename="$DEV" --ioengine=libaio --direct=1 --rw=write --bs=64k --iodepth=16 \
+    --size=64M --loops=100 --time_based --runtime=120 >"$LOGS/fio.log" 2>&1 &
+fio_pid=$!
+track_pid "$fio_pid"
+wait_for 60 sh -c "[ \$(stat -c %b '$T/disk0.img') -gt 2048 ]" || fail "fio never wrote"
+t0=$SECONDS
+step del timeout 120 "$UBLK" del "$DEV" || fail "del while I/O runs failed or hung"
+ok "del returned after $((SECONDS - t0)) s with fio running"
+[ ! -e "$DEV" ] || wait_for 10 sh -c "[ ! -e $DEV ]" || fail "$DEV still exists"
+wait_for 30 _gone "$UBLK_PID" || fail "the server (pid $UBLK_PID) did not exit"
+wait_exit 60 "$fio_pid" || true
+kill -0 "$fio_pid" 2>/dev/null && fail "fio still runs against a removed device"
+ok "device and server gone; fio ended"
+grep -q 'Sanitizer\|runtime error' "$LOGS/ublk.log" && fail "sanitizer report"
+"$UBLK" list >"$LOGS/list.log" 2>&1
+[ ! -s "$LOGS/list.log" ] || fail "devices left: $(cat "$LOGS/list.log")"
+
+# The device serves again afterwards: a verified write round.
+ublk_add ublk2 hostname="$RDMABLK_ADDR" export=disk0 queues=2
+step fio2 fio --name=v --filename="$DEV" --ioengine=libaio --direct=1 --rw=randwrite --bs=4k \
+    --iodepth=8 --size=8M --verify=crc32c --do_verify=1 || fail "fio verify after del failed"
+ok "a new device on the export serves verified I/O"

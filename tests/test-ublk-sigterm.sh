@@ -1,0 +1,23 @@
+#!/bin/bash
+# guest-kernel: 6.12
+# SIGTERM to the rdmablk-ublk server while fio writes: the server drains in-flight I/O,
+# removes the device and exits; nothing is left in `list`.
+# shellcheck source=tests/ublk-lib.sh
+. "$(dirname "$0")/ublk-lib.sh"
+
+requires fio
+ublk_setup 64M queues=2
+
+fio --name=w --filename="$DEV" --ioengine=libaio --direct=1 --rw=randwrite --bs=16k --iodepth=16 \
+    --size=64M --time_based --runtime=120 >"$LOGS/fio.log" 2>&1 &
+fio_pid=$!
+track_pid "$fio_pid"
+wait_for 60 sh -c "[ \$(stat -c %b '$T/disk0.img') -gt 2048 ]" || fail "fio never wrote"
+kill -TERM "$UBLK_PID"
+wait_for 120 _gone "$UBLK_PID" || fail "the server did not exit within 120 s of SIGTERM"
+[ ! -e "$DEV" ] || wait_for 10 sh -c "[ ! -e $DEV ]" || fail "$DEV still exists after SIGTERM"
+"$UBLK" list >"$LOGS/list.log" 2>&1
+[ ! -s "$LOGS/list.log" ] || fail "devices left: $(cat "$LOGS/list.log")"
+wait_exit 60 "$fio_pid" || true
+kill -0 "$fio_pid" 2>/dev/null && fail "fio still runs against a removed device"
+ok "SIGTERM: server exited, device removed, fio ended"
