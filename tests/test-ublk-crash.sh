@@ -1,9 +1,9 @@
 #!/bin/bash
 # guest-kernel: 6.12
 # The rdmablk-ublk server is killed (-9) with I/O running: nothing hangs (the kernel fails the
-# device's I/O once its server is gone), `rdmablk-ublk del` removes what is left, and a new
-# `add` on the same export serves the data acknowledged before the kill (docs/man/rdmablk-ublk.8:
-# what the admin does after a server crash).
+# device's I/O and removes /dev/ublkbN once its server is gone; `list` still shows it, dead),
+# `rdmablk-ublk del` removes what is left, and a new `add` on the same export serves the data
+# acknowledged before the kill (docs/man/rdmablk-ublk.8: what the admin does after a crash).
 # shellcheck source=tests/ublk-lib.sh
 . "$(dirname "$0")/ublk-lib.sh"
 
@@ -13,7 +13,7 @@ ublk_setup 64M queues=2
 # Acknowledged data: 8 MiB with O_DIRECT + fsync before the crash.
 head -c 8M /dev/urandom >"$T/ref"
 step ref dd if="$T/ref" of="$DEV" bs=1M oflag=direct conv=fsync || fail "reference write failed"
-fio --name=w --filename="$DEV" --ioengine=libaio --direct=1 --rw=randwrite --bs=16k --iodepth=16 \
+fio --name=w --filename="$DEV" --allow_file_create=0 --ioengine=libaio --direct=1 --rw=randwrite --bs=16k --iodepth=16 \
     --offset=16M --size=48M --time_based --runtime=300 >"$LOGS/fio.log" 2>&1 &
 fio_pid=$!
 track_pid "$fio_pid"
@@ -25,6 +25,9 @@ wait_exit 120 "$fio_pid" || rc=$?
 [ "$rc" != 124 ] || fail "fio hangs on the device of a dead server"
 [ "$rc" != 0 ] || fail "fio reported success against a dead server"
 ok "fio ended with an error (exit $rc) once the server was gone"
+"$UBLK" list >"$LOGS/list-dead.log" 2>&1
+grep -q "^$DEV state=live" "$LOGS/list-dead.log" && fail "$DEV still live after its server died"
+ok "after the crash: $(cat "$LOGS/list-dead.log")"
 step del timeout 120 "$UBLK" del "$DEV" || fail "del after the crash failed"
 "$UBLK" list >"$LOGS/list.log" 2>&1
 [ ! -s "$LOGS/list.log" ] || fail "devices left after del: $(cat "$LOGS/list.log")"

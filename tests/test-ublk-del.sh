@@ -9,7 +9,7 @@
 requires fio
 ublk_setup 64M queues=2
 
-fio --name=w --filename="$DEV" --ioengine=libaio --direct=1 --rw=write --bs=64k --iodepth=16 \
+fio --name=w --filename="$DEV" --allow_file_create=0 --ioengine=libaio --direct=1 --rw=write --bs=64k --iodepth=16 \
     --size=64M --loops=100 --time_based --runtime=120 >"$LOGS/fio.log" 2>&1 &
 fio_pid=$!
 track_pid "$fio_pid"
@@ -28,6 +28,6 @@ grep -q 'Sanitizer\|runtime error' "$LOGS/ublk.log" && fail "sanitizer report"
 
 # The device serves again afterwards: a verified write round.
 ublk_add ublk2 hostname="$RDMABLK_ADDR" export=disk0 queues=2
-step fio2 fio --name=v --filename="$DEV" --ioengine=libaio --direct=1 --rw=randwrite --bs=4k \
+step fio2 fio --name=v --filename="$DEV" --allow_file_create=0 --ioengine=libaio --direct=1 --rw=randwrite --bs=4k \
     --iodepth=8 --size=8M --verify=crc32c --do_verify=1 || fail "fio verify after del failed"
 ok "a new device on the export serves verified I/O"

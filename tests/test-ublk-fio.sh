@@ -9,7 +9,7 @@
 requires fio
 ublk_setup 128M queues=4 queue-depth=16
 
-step fio fio --name=ublk --filename="$DEV" --ioengine=libaio --direct=1 --rw=randwrite \
+step fio fio --name=ublk --filename="$DEV" --allow_file_create=0 --ioengine=libaio --direct=1 --rw=randwrite \
     --bssplit=4k/50:64k/30:256k/10:1m/10 --iodepth=16 --numjobs=4 --offset_increment=32M \
     --size=32M --verify=crc32c --do_verify=1 --group_reporting || fail "fio on $DEV failed"
 grep -q 'err= 0' "$LOGS/fio.log" || fail "fio reported errors"

@@ -9,7 +9,7 @@
 requires fio
 ublk_setup 64M queues=2 timeout=90 keepalive=1
 
-fio --name=w --filename="$DEV" --ioengine=libaio --direct=1 --rw=randwrite \
+fio --name=w --filename="$DEV" --allow_file_create=0 --ioengine=libaio --direct=1 --rw=randwrite \
     --bssplit=4k/60:64k/30:1m/10 --iodepth=16 --numjobs=2 --offset_increment=32M --size=32M \
     --verify=crc32c --do_verify=1 --group_reporting >"$LOGS/fio.log" 2>&1 &
 fio_pid=$!

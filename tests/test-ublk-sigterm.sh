@@ -8,7 +8,7 @@
 requires fio
 ublk_setup 64M queues=2
 
-fio --name=w --filename="$DEV" --ioengine=libaio --direct=1 --rw=randwrite --bs=16k --iodepth=16 \
+fio --name=w --filename="$DEV" --allow_file_create=0 --ioengine=libaio --direct=1 --rw=randwrite --bs=16k --iodepth=16 \
     --size=64M --time_based --runtime=120 >"$LOGS/fio.log" 2>&1 &
 fio_pid=$!
 track_pid "$fio_pid"
