@@ -28,6 +28,8 @@ step install-destdir mk_install DESTDIR="$root" || fail "make install DESTDIR=$r
 
 expected=(
     "usr/local/sbin/rdmablk-target 755"
+    "usr/local/sbin/rdmablk-ublk 755"
+    "usr/local/share/man/man8/rdmablk-ublk.8 644"
     "${plugindir#/}/nbdkit-rdma-plugin.so 755"
     "${unitdir#/}/rdmablk-target.service 644"
     "etc/rdmablk/rdmablk.conf.example 644"
@@ -68,7 +70,8 @@ ok "man -l and groff -ww render rdmablk-target.8, rdmablk.conf.5, nbdkit-rdma-pl
 
 # ---- for real, then systemd-analyze verify (the binary and the man pages must exist)
 installed=(
-    /usr/local/sbin/rdmablk-target "$plugindir/nbdkit-rdma-plugin.so"
+    /usr/local/sbin/rdmablk-target /usr/local/sbin/rdmablk-ublk /usr/local/share/man/man8/rdmablk-ublk.8
+    "$plugindir/nbdkit-rdma-plugin.so"
     "$unitdir/rdmablk-target.service" /etc/rdmablk/rdmablk.conf.example
     /usr/local/share/man/man8/rdmablk-target.8 /usr/local/share/man/man5/rdmablk.conf.5
     /usr/local/share/man/man1/nbdkit-rdma-plugin.1
