@@ -41,6 +41,10 @@
 /* Every receive buffer, on both sides, is this big: any message larger than
  * this is a protocol violation. */
 #define RB_RECV_BUF_SIZE    (RB_CTRL_MSG_MAX + 64)
+/* The longest TRIM or WRITE_ZEROES a target accepts (longer: EINVAL).  A
+ * protocol constant, as HELLO_REPLY has no field left for it; the target
+ * runs one in pieces (docs/protocol.md). */
+#define RB_DISCARD_MAX      (1u << 30)
 
 /* Message types: the first byte of every SEND. */
 enum rb_msg_type {

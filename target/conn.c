@@ -575,8 +575,10 @@ conn_hello_finish(struct conn *c, struct recv_buf *rb, const struct rb_hello_inf
 		c->reqs[i].next = c->free_reqs;
 		c->free_reqs = &c->reqs[i];
 	}
-	/* No connection may hold more than half of the device's pool. */
+	/* No connection may hold more than half of the device's pool, nor
+	 * run more TRIM/WRITE_ZEROES than half of the worker threads. */
 	c->buf_cap = pool_nbufs(c->dev->pool) / 2 > 0 ? pool_nbufs(c->dev->pool) / 2 : 1;
+	c->slow_quota = t->cfg->threads / 2 > 0 ? t->cfg->threads / 2 : 1;
 	c->exp = e;
 	e->nconns++;
 	c->auth_pending = 0;
@@ -978,12 +980,13 @@ conn_post_sends(struct conn *c)
 	conn_unpost(first, bad != NULL ? bad : first);
 }
 
-/* 1 when a request waits for the connection's pool share and it has room
- * now. */
+/* 1 when a request waits for a quota (pool share, slow-job slots) that
+ * has room now. */
 static int
 conn_quota_room(const struct conn *c)
 {
-	return c->cap_waiters > 0 && c->bufs_held < c->buf_cap;
+	return (c->cap_waiters > 0 && c->bufs_held < c->buf_cap) ||
+	       (c->slot_waiters > 0 && c->slow_inflight < c->slow_quota);
 }
 
 /* Does anything wait for a send completion?  Reply SENDs alone do not:
@@ -1074,9 +1077,11 @@ conn_resume(struct conn *c)
 	struct req *r;
 	unsigned i;
 
-	/* Requests that wait for the connection's share of the pool. */
+	/* Requests that wait for the connection's share of the pool or of
+	 * the slow-job slots. */
 	for (i = 0; i < c->nreqs && conn_quota_room(c) && c->state != CONN_ERROR; i++)
-		if (c->reqs[i].cap_wait)
+		if ((c->reqs[i].cap_wait && c->bufs_held < c->buf_cap) ||
+		    (c->reqs[i].slot_wait && c->slow_inflight < c->slow_quota))
 			req_process(&c->reqs[i]);
 
 	while (c->sq_wait_head != NULL && c->sq_used < c->sq_depth &&

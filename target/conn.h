@@ -110,6 +110,11 @@ struct conn {
 	 * pool), so that one connection cannot take every buffer */
 	unsigned bufs_held, buf_cap;
 	unsigned cap_waiters;       /* requests waiting in NEED_BUFFER for that */
+	/* TRIM/WRITE_ZEROES running (each in pieces, request.c): at most
+	 * slow_quota at once, so that one connection's discards cannot take
+	 * every worker */
+	unsigned slow_inflight, slow_quota;
+	unsigned slot_waiters;      /* requests waiting in READY_TO_EXECUTE for that */
 	struct stats_io stats;      /* its replies (stats.h) */
 };
 

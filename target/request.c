@@ -15,6 +15,10 @@
 
 static void req_job_complete(struct job *j);
 
+/* The largest piece of a TRIM or WRITE_ZEROES handed to the backing store
+ * at once (RB_DISCARD_MAX is the largest request). */
+#define REQ_DISCARD_CHUNK (64u << 20)
+
 static void
 req_pool_wake(struct pool_waiter *w)
 {
@@ -116,6 +120,14 @@ req_validate(struct req *r)
 			  (unsigned long long)r->info.tag, rb_error_name(r->status), why);
 		return REQ_READY_TO_REPLY;
 	}
+	if ((r->info.opcode == RB_OP_TRIM || r->info.opcode == RB_OP_WRITE_ZEROES) &&
+	    r->info.length > RB_DISCARD_MAX) {
+		log_debug("%s: %s tag %llu: EINVAL (%u bytes, more than the %u a TRIM or "
+			  "WRITE_ZEROES may cover)", c->peer, rb_opcode_name(r->info.opcode),
+			  (unsigned long long)r->info.tag, r->info.length, RB_DISCARD_MAX);
+		r->status = RB_EINVAL;
+		return REQ_READY_TO_REPLY;
+	}
 	if (req_refused_failed(r)) {
 		log_debug("%s: %s tag %llu: EIO (export %s failed: %s)", c->peer,
 			  rb_opcode_name(r->info.opcode), (unsigned long long)r->info.tag,
@@ -186,6 +198,28 @@ req_read_cached(struct req *r)
 	return hit > 0;
 }
 
+static int
+is_slow_op(uint8_t op)
+{
+	return op == RB_OP_TRIM || op == RB_OP_WRITE_ZEROES;
+}
+
+/* A TRIM or WRITE_ZEROES runs as pieces of at most REQ_DISCARD_CHUNK, one
+ * after the other, and takes one of the connection's slow-job slots
+ * (c->slow_quota) for its whole run: a connection's discards never hold
+ * more than its share of the workers, each for a bounded time. */
+static void
+req_chunk_next(struct req *r, uint64_t from)
+{
+	uint64_t end = r->info.offset + r->info.length;
+
+	r->job.off = from;
+	r->job.len = (uint32_t)(end - from > REQ_DISCARD_CHUNK ? REQ_DISCARD_CHUNK : end - from);
+	r->job.result = 0;
+	r->job.done_bytes = 0;
+	r->chunk_end = from + r->job.len;
+}
+
 static enum req_state
 req_execute(struct req *r)
 {
@@ -194,6 +228,20 @@ req_execute(struct req *r)
 	struct ioq *io = c->t->ioq;
 	struct job *j = &r->job;
 
+	if (is_slow_op(r->info.opcode)) {
+		if (c->slow_inflight >= c->slow_quota) {
+			/* conn_resume wakes it when one of ours is done. */
+			if (!r->slot_wait) {
+				r->slot_wait = 1;
+				c->slot_waiters++;
+			}
+			return REQ_READY_TO_EXECUTE;
+		}
+		if (r->slot_wait) {
+			r->slot_wait = 0;
+			c->slot_waiters--;
+		}
+	}
 	memset(j, 0, sizeof(*j));
 	j->fd = e->cfg->fd;
 	j->is_blockdev = e->cfg->is_blockdev;
@@ -224,7 +272,14 @@ req_execute(struct req *r)
 		j->op = JOB_ZERO;
 		j->no_hole = (r->info.flags & RB_REQ_NO_HOLE) != 0;
 		break;
-	case RB_OP_FLUSH:
+	}
+	if (is_slow_op(r->info.opcode)) {
+		req_chunk_next(r, r->info.offset);
+		c->slow_inflight++;
+		if (c->slow_inflight > c->t->stats.slow_jobs_peak)
+			c->t->stats.slow_jobs_peak = c->slow_inflight;
+	}
+	if (r->info.opcode == RB_OP_FLUSH) {
 		/* One group-committed fdatasync covers every write replied to
 		 * before this FLUSH arrived, on any connection. */
 		j->op = JOB_SYNC;
@@ -350,6 +405,10 @@ req_release(struct req *r)
 	if (r->cap_wait) {
 		r->cap_wait = 0;
 		c->cap_waiters--;
+	}
+	if (r->slot_wait) {
+		r->slot_wait = 0;
+		c->slot_waiters--;
 	}
 	if (r->buf != NULL) {
 		pool_put(c->dev->pool, r->buf);
@@ -535,8 +594,19 @@ req_job_done(struct req *r)
 {
 	struct conn *c = r->c;
 
-	c->io_inflight--;
 	r->io_result = r->job.result;
+	if (r->state == REQ_EXECUTING && is_slow_op(r->info.opcode)) {
+		/* The next piece, unless this one failed or the connection
+		 * is going away; the slot is kept until the last one. */
+		if (r->io_result == 0 && c->state != CONN_ERROR &&
+		    r->chunk_end < r->info.offset + r->info.length) {
+			req_chunk_next(r, r->chunk_end);
+			ioq_submit(c->t->ioq, &r->job);
+			return;
+		}
+		c->slow_inflight--;
+	}
+	c->io_inflight--;
 	if (r->state == REQ_EXECUTING) {
 		r->state = REQ_EXECUTED;
 	} else if (r->state == REQ_DURABILITY_WAIT) {

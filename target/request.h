@@ -49,6 +49,9 @@ struct req {
 	void *buf;                  /* pool buffer, or NULL */
 	struct pool_waiter pw;
 	int cap_wait;               /* NEED_BUFFER: the connection holds its share */
+	int slot_wait;              /* READY_TO_EXECUTE: a TRIM/WRITE_ZEROES waits for
+	                             * one of the connection's slow-job slots */
+	uint64_t chunk_end;         /* TRIM/WRITE_ZEROES: end of the running piece */
 	struct job job;
 	int io_result;              /* 0 or -errno from the last job */
 	int need_durable;

@@ -297,10 +297,12 @@ json_backing_io(struct target *t, struct sbuf *b)
 	ioq_get_stats(t->ioq, &st);
 	sb_printf(b, "  \"backing_io\": {\"engine\": \"%s\", \"uring_jobs\": %llu, "
 		  "\"uring_resubmits\": %llu, \"uring_submit_calls\": %llu, "
-		  "\"worker_jobs\": %llu, \"in_flight\": %u},\n",
+		  "\"worker_jobs\": %llu, \"in_flight\": %u, "
+		  "\"discard_zero_peak_per_connection\": %llu},\n",
 		  ioq_engine_name(ioq_engine(t->ioq)), (unsigned long long)st.uring_jobs,
 		  (unsigned long long)st.uring_resubmits, (unsigned long long)st.submit_calls,
-		  (unsigned long long)st.worker_jobs, ioq_inflight(t->ioq));
+		  (unsigned long long)st.worker_jobs, ioq_inflight(t->ioq),
+		  (unsigned long long)t->stats.slow_jobs_peak);
 }
 
 static void

@@ -62,6 +62,8 @@ struct stats_target {
 	uint64_t closed;                  /* connections freed */
 	uint64_t refused[STATS_REFUSED__COUNT];
 	struct stats_io gone;             /* of exports removed by a reload */
+	uint64_t slow_jobs_peak;          /* most TRIM/WRITE_ZEROES one connection
+	                                   * ran at once (its slow_quota bounds it) */
 };
 
 /* The hot path: one reply posted.  Inline so that request.c pays for a

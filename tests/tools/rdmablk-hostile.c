@@ -5,6 +5,7 @@
  *                   SCENARIO... | all
  *   rdmablk-hostile -H HOST -e EXPORT [-q QD] flood OFF LEN SECONDS
  *   rdmablk-hostile -H HOST -e EXPORT [-q QD] starve SECONDS
+ *   rdmablk-hostile -H HOST -e EXPORT [-q QD] [-t TIMEOUT_S] discard
  *   rdmablk-hostile list
  *
  * Written on librdmacm and libibverbs directly, not on the initiator
@@ -30,6 +31,10 @@
  * waits until the target closes the connection, then does it again, for
  * SECONDS, and prints one line: "starve: N connections, the target closed
  * C of them, the longest held S s".
+ *
+ * discard checks the TRIM/WRITE_ZEROES cap (RB_DISCARD_MAX): one byte block
+ * more gets EINVAL, and QD - 1 WRITE_ZEROES of the maximum at once plus a TRIM
+ * of it all succeed; the export must be larger than RB_DISCARD_MAX.
  *
  * Every wait is bounded by -t (default 10 s): nothing here waits forever.
  * The export must be at least 16 MiB; scenarios write to its first 16 MiB.
@@ -2137,6 +2142,64 @@ starve(unsigned seconds)
 	return 0;
 }
 
+/* ---- discard: the TRIM/WRITE_ZEROES cap and the per-connection slots ---- */
+
+/* A TRIM one byte block past RB_DISCARD_MAX must get EINVAL; then QD - 1
+ * WRITE_ZEROES of RB_DISCARD_MAX at once on one connection, and a TRIM of
+ * RB_DISCARD_MAX, must all succeed (the target runs them in pieces, a few
+ * at a time).  The export must hold RB_DISCARD_MAX + 512 bytes. */
+static int
+discard(void)
+{
+	char msg[sizeof(struct rb_request)];
+	struct outcome o;
+	struct hconn h;
+	unsigned i, qd, nok = 0;
+	int rc;
+
+	cur = "discard-too-long";
+	if (h_session(&h, (uint16_t)opt.qd) < 0)
+		return 1;
+	if (h.exp.size < (uint64_t)RB_DISCARD_MAX + 512) {
+		h_close(&h);
+		return verdict(0, "the export holds %" PRIu64 " bytes, fewer than %u + 512",
+			       h.exp.size, RB_DISCARD_MAX);
+	}
+	req_msg(msg, RB_OP_TRIM, 0, 1, 0, RB_DISCARD_MAX + 512, 0, 0);
+	if (h_send(&h, msg, sizeof(msg)) < 0) {
+		h_close(&h);
+		return verdict(0, "cannot post the TRIM");
+	}
+	h_outcome(&h, wait_deadline(), &o);
+	rc = verdict(o.kind == OUT_REPLY && o.tag == 1 && o.error == RB_EINVAL,
+		     "a TRIM of %u + 512 bytes: %s (want EINVAL)", RB_DISCARD_MAX, o.what);
+
+	cur = "discard-max";
+	/* Every credit: QD - 1 WRITE_ZEROES and a TRIM. */
+	qd = h.exp.queue_depth;
+	for (i = 0; i + 1 < qd; i++) {
+		req_msg(msg, RB_OP_WRITE_ZEROES, 0, 100 + i, 0, RB_DISCARD_MAX, 0, 0);
+		if (h_send(&h, msg, sizeof(msg)) < 0)
+			break;
+	}
+	req_msg(msg, RB_OP_TRIM, 0, 99, 0, RB_DISCARD_MAX, 0, 0);
+	if (i + 1 < qd || h_send(&h, msg, sizeof(msg)) < 0) {
+		h_close(&h);
+		return verdict(0, "cannot post %u WRITE_ZEROES and a TRIM", qd - 1);
+	}
+	for (i = 0; i < qd; i++) {
+		h_outcome(&h, wait_deadline(), &o);
+		if (o.kind != OUT_REPLY || o.error != RB_OK)
+			break;
+		nok++;
+	}
+	h_close(&h);
+	rc |= verdict(nok == qd, "%u WRITE_ZEROES of %u bytes at once and a TRIM of as "
+		      "many: %u replies OK%s%s", qd - 1, RB_DISCARD_MAX, nok,
+		      nok == qd ? "" : ", then ", nok == qd ? "" : o.what);
+	return rc;
+}
+
 /* ---- main ---- */
 
 static void
@@ -2147,6 +2210,7 @@ usage(void)
 		"                       SCENARIO... | all\n"
 		"       rdmablk-hostile -H HOST -e EXPORT [-q QD] flood OFF LEN SECONDS\n"
 		"       rdmablk-hostile -H HOST -e EXPORT [-q QD] starve SECONDS\n"
+		"       rdmablk-hostile -H HOST -e EXPORT [-q QD] [-t TIMEOUT_S] discard\n"
 		"       rdmablk-hostile list\n");
 	exit(2);
 }
@@ -2219,6 +2283,11 @@ main(int argc, char **argv)
 		if (argc != 4 || rb_parse_uint(argv[3], 1, 86400, &v) < 0)
 			usage();
 		return flood(size_arg(argv[1]), size_arg(argv[2]), (unsigned)v) ? 1 : 0;
+	}
+	if (strcmp(argv[0], "discard") == 0) {
+		if (argc != 1)
+			usage();
+		return discard() ? 1 : 0;
 	}
 	if (strcmp(argv[0], "starve") == 0) {
 		if (argc != 2 || rb_parse_uint(argv[1], 1, 86400, &v) < 0)
