@@ -118,8 +118,7 @@ check-integration: all
 check-long:
 	scripts/install-deps
 	$(MAKE) all
-	$(MAKE) all SANITIZE=1
-	RDMABLK_LONG=1 tests/run-check
+	tests/run-long
 
 demo:
 	scripts/install-deps

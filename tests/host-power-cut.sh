@@ -20,7 +20,7 @@ controls=${RDMABLK_POWER_CUT_CONTROLS:-1}
 work=$(mktemp -d "$top/.power-cut.XXXXXX")   # not under /tmp: vm-run refuses that
 trap 'rm -rf "$work"' EXIT
 envs=(--env "RDMABLK_BUILD=${RDMABLK_BUILD:-$top/build}")
-fails=0 total_acks=0 control_cuts=0 control_lossy=0 control_lost=0
+fails=0 total_acks=0 total_lost=0 control_cuts=0 control_lossy=0 control_lost=0
 
 for i in $(seq $((cuts + controls))); do
 	mode=always; [ $((i % 2)) -eq 0 ] && mode=fua
@@ -64,13 +64,14 @@ for i in $(seq $((cuts + controls))); do
 		continue
 	fi
 	if [ -n "$lost" ]; then
+		total_lost=$((total_lost + $(printf '%s\n' "$lost" | grep -c .)))
 		echo "FAIL: power-cut $i: acknowledged-durable writes were lost:"
 		echo "$lost" | head -n 20; fails=$((fails + 1)); continue
 	fi
 	total_acks=$((total_acks + nacks))
 	echo "ok: power-cut $i: $nacks durable acknowledgements ($(wc -l <"$work/acked$i") blocks) all survived"
 done
-echo "power-cut: $cuts cuts, $total_acks acknowledged writes checked, $fails failed"
+echo "power-cut: $cuts cuts, $total_acks acknowledged writes checked, $total_lost lost, $fails failed"
 echo "power-cut control: $control_cuts cuts with plain acknowledgements, $control_lossy of them lost writes ($control_lost blocks)"
 if [ "$controls" -gt 0 ] && { [ "$control_lossy" -lt 1 ] || [ $((2 * control_lossy)) -lt "$controls" ]; }; then
 	echo "FAIL: power-cut: the check found no loss in most control cuts: it cannot see a loss"

@@ -131,6 +131,7 @@ ok "$killed initiators killed mid-request in $((SECONDS - start_s)) s; the targe
 
 settle 1 "after $killed kills"
 last=$(resources)
+echo "initiator-kill: $killed cycles; after the first round: $first; after the last: $last"
 [ "$last" = "$first" ] ||
     fail "resources changed: after the first round $first; after $killed kills: $last"
 ok "after $killed kills: $last (unchanged)"

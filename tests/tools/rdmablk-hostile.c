@@ -6,6 +6,7 @@
  *   rdmablk-hostile -H HOST -e EXPORT [-q QD] flood OFF LEN SECONDS
  *   rdmablk-hostile -H HOST -e EXPORT [-q QD] starve SECONDS
  *   rdmablk-hostile -H HOST -e EXPORT [-q QD] [-t TIMEOUT_S] discard
+ *   rdmablk-hostile -H HOST -e EXPORT [-t TIMEOUT_S] churn N
  *   rdmablk-hostile list
  *
  * Written on librdmacm and libibverbs directly, not on the initiator
@@ -35,6 +36,10 @@
  * discard checks the TRIM/WRITE_ZEROES cap (RB_DISCARD_MAX): one byte block
  * more gets EINVAL, and QD - 1 WRITE_ZEROES of the maximum at once plus a TRIM
  * of it all succeed; the export must be larger than RB_DISCARD_MAX.
+ *
+ * churn opens N short connections, 8 at a time, each ending badly (see
+ * churn()), and prints "churn: N connections tried, E established, R
+ * rejected, F failed": the 1,000-connection flood of make check-long.
  *
  * Every wait is bounded by -t (default 10 s): nothing here waits forever.
  * The export must be at least 16 MiB; scenarios write to its first 16 MiB.
@@ -1116,15 +1121,13 @@ sc_zero_queue_depth(void)
 
 /* ---- disconnects mid-handshake: the target must clean up and serve on ---- */
 
+/* rdma_connect with good private data, without waiting for the outcome. */
 static int
-sc_connect_destroy(void)
+h_connect_nowait(struct hconn *h)
 {
 	uint8_t priv[sizeof(struct rb_conn_priv)];
 	struct rdma_conn_param param;
-	struct hconn h;
 
-	if (h_open(&h) < 0)
-		return 1;
 	rb_conn_priv_encode(priv, RB_OK, H_CM_QD);
 	memset(&param, 0, sizeof(param));
 	param.private_data = priv;
@@ -1132,7 +1135,17 @@ sc_connect_destroy(void)
 	param.responder_resources = 1;
 	param.retry_count = 7;
 	param.rnr_retry_count = 7;
-	if (rdma_connect(h.id, &param) != 0) {
+	return rdma_connect(h->id, &param);
+}
+
+static int
+sc_connect_destroy(void)
+{
+	struct hconn h;
+
+	if (h_open(&h) < 0)
+		return 1;
+	if (h_connect_nowait(&h) != 0) {
 		h_close(&h);
 		return verdict(0, "rdma_connect: %s", strerror(errno));
 	}
@@ -2142,6 +2155,61 @@ starve(unsigned seconds)
 	return 0;
 }
 
+/* ---- churn: many short hostile connections ---- */
+
+#define H_CHURN_BATCH 8
+
+/* N connections, H_CHURN_BATCH open at a time, each ending one of four
+ * ways: destroyed before the accept, disconnected without a HELLO, a
+ * garbage HELLO, or a HELLO and a disconnect before its reply is read.
+ * Refusals are fine (a target may limit connections); only a local
+ * failure to set one up makes it exit 1. */
+static int
+churn(unsigned n)
+{
+	static struct hconn hs[H_CHURN_BATCH];
+	uint8_t priv[sizeof(struct rb_conn_priv)];
+	char msg[sizeof(struct rb_hello)], why[128];
+	unsigned tried = 0, est = 0, rej = 0, failed = 0, i, k;
+	enum conn_result cr;
+
+	cur = "churn";
+	rb_conn_priv_encode(priv, RB_OK, H_CM_QD);
+	while (tried < n) {
+		for (k = 0; k < H_CHURN_BATCH && tried < n; k++, tried++) {
+			struct hconn *h = &hs[k];
+
+			if (h_open(h) < 0)
+				return 1;
+			if (tried % 4 == 0) {
+				if (h_connect_nowait(h) != 0)
+					failed++;
+				continue;   /* destroyed below, without waiting */
+			}
+			cr = h_connect_raw(h, priv, sizeof(priv), why, sizeof(why));
+			if (cr == CONN_OK)
+				est++;
+			else if (cr == CONN_REJECTED)
+				rej++;
+			else
+				failed++;
+			if (cr != CONN_OK)
+				continue;
+			if (tried % 4 == 2) {
+				memset(msg, 0x5a, sizeof(msg));
+				h_send(h, msg, sizeof(msg));
+			} else if (tried % 4 == 3) {
+				h_send(h, msg, hello_msg(msg, opt.export_name, 8, H_MAX_IO));
+			}
+		}
+		for (i = 0; i < k; i++)
+			h_close(&hs[i]);
+	}
+	printf("churn: %u connections tried, %u established, %u rejected, %u failed\n",
+	       tried, est, rej, failed);
+	return 0;
+}
+
 /* ---- discard: the TRIM/WRITE_ZEROES cap and the per-connection slots ---- */
 
 /* A TRIM one byte block past RB_DISCARD_MAX must get EINVAL; then QD - 1
@@ -2211,6 +2279,7 @@ usage(void)
 		"       rdmablk-hostile -H HOST -e EXPORT [-q QD] flood OFF LEN SECONDS\n"
 		"       rdmablk-hostile -H HOST -e EXPORT [-q QD] starve SECONDS\n"
 		"       rdmablk-hostile -H HOST -e EXPORT [-q QD] [-t TIMEOUT_S] discard\n"
+		"       rdmablk-hostile -H HOST -e EXPORT [-t TIMEOUT_S] churn N\n"
 		"       rdmablk-hostile list\n");
 	exit(2);
 }
@@ -2283,6 +2352,11 @@ main(int argc, char **argv)
 		if (argc != 4 || rb_parse_uint(argv[3], 1, 86400, &v) < 0)
 			usage();
 		return flood(size_arg(argv[1]), size_arg(argv[2]), (unsigned)v) ? 1 : 0;
+	}
+	if (strcmp(argv[0], "churn") == 0) {
+		if (argc != 2 || rb_parse_uint(argv[1], 1, 1000000, &v) < 0)
+			usage();
+		return churn((unsigned)v) ? 1 : 0;
 	}
 	if (strcmp(argv[0], "discard") == 0) {
 		if (argc != 1)
