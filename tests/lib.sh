@@ -275,12 +275,47 @@ start_nbdkit() {
     _wait_started nbdkit "$NBDKIT_PID" "$T/nbdkit.pid" "$NBD_SOCK"
 }
 
-# backing_stat CONF KEY: one value of the backing_io section of `rdmablk-target --stats` for the
-# target running with CONF (the JSON goes to $LOGS/stats.json).
+# target_stat CONF SECTION KEY: one value of `rdmablk-target --stats` for the target running
+# with CONF (the JSON goes to $LOGS/stats.json); non-zero status when the daemon does not answer.
+target_stat() {
+    "$BUILD/rdmablk-target" --stats -c "$1" >"$LOGS/stats.json" || return 1
+    python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))[sys.argv[2]][sys.argv[3]])' \
+        "$LOGS/stats.json" "$2" "$3"
+}
+
+# backing_stat CONF KEY: one value of the backing_io section of --stats.
 backing_stat() {
-    "$BUILD/rdmablk-target" --stats -c "$1" >"$LOGS/stats.json" || fail "--stats failed"
-    python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["backing_io"][sys.argv[2]])' \
-        "$LOGS/stats.json" "$2"
+    target_stat "$1" backing_io "$2" || fail "--stats failed"
+}
+
+# live_conns CONF: the connections the target holds now, accepted or half-open (--stats).
+live_conns() {
+    target_stat "$1" connections current || fail "--stats failed"
+}
+
+# conns_are CONF N: true when the target holds exactly N connections (for wait_for).
+conns_are() {
+    local n
+    n=$(target_stat "$1" connections current) || return 1
+    echo "the target holds $n connections, expected $2"
+    [ "$n" -eq "$2" ]
+}
+
+# target_resources: "fds N; M MRs, B bytes" of $TARGET_PID, the MRs as the kernel's resource
+# tracker (rdma res) sees them.
+target_resources() {
+    printf 'fds %s; ' "$(find "/proc/$TARGET_PID/fd" -mindepth 1 -maxdepth 1 | wc -l)"
+    rdma res show mr pid "$TARGET_PID" |
+        awk '{ for (i = 1; i < NF; i++) if ($i == "mrlen") b += $(i + 1); n++ }
+             END { printf "%d MRs, %d bytes\n", n, b }'
+}
+
+# resources_are WANT: true when target_resources prints WANT (for wait_for).
+resources_are() {
+    local now
+    now=$(target_resources)
+    echo "now $now, expected $1"
+    [ "$now" = "$1" ]
 }
 
 # ---------------------------------------------------------------- sanitizers

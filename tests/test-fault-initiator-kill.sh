@@ -37,23 +37,12 @@ EOF
 start_target "$T/target.conf" -v
 
 io() { timeout 120 "$BUILD/tests/rdmablk-io" -H "$RDMABLK_ADDR" -t 60 "$@"; }
-count() { grep -cE -- "$1" "$LOGS/target.log" || true; }
-# Connections the target holds: accepted and not yet freed.
-live() { echo $(($(count 'accepted, queue depth|: rdma_accept') - $(count 'connection [0-9]* freed'))); }
-nfds() { find "/proc/$TARGET_PID/fd" -mindepth 1 -maxdepth 1 | wc -l; }
-# "N MRs, B bytes": what the target has registered, as the kernel's resource tracker sees it.
-mrs() {
-    rdma res show mr pid "$TARGET_PID" |
-        awk '{ for (i = 1; i < NF; i++) if ($i == "mrlen") b += $(i + 1); n++ }
-             END { printf "%d MRs, %d bytes\n", n, b }'
-}
 vmpin() { awk '/^VmPin:/ { print $2 " kB" }' "/proc/$TARGET_PID/status"; }
-resources() { echo "fds $(nfds); $(mrs); VmPin $(vmpin)"; }
+resources() { echo "$(target_resources); VmPin $(vmpin)"; }
 # settle N WHEN: wait until the target holds exactly N connections.
 settle() {
-    wait_for 120 sh -c "[ \$((\$(grep -cE 'accepted, queue depth|: rdma_accept' '$LOGS/target.log') - \
-        \$(grep -c 'connection [0-9]* freed' '$LOGS/target.log'))) -eq $1 ]" ||
-        fail "$2: the killed initiators' connections were not freed ($(live) live, expected $1)"
+    wait_for 120 conns_are "$T/target.conf" "$1" ||
+        fail "$2: the killed initiators' connections were not freed ($(live_conns "$T/target.conf") live, expected $1)"
 }
 # victim_failed ROUND SLOT PID WHAT: a victim ended (or stalled) before it could be killed.
 victim_failed() {
@@ -66,7 +55,7 @@ victim_failed() {
 }
 
 step warmup io -e victim1 write 0 1M 1 || fail "first write failed"
-[ "$(mrs)" != "0 MRs, 0 bytes" ] || fail "rdma res show mr sees no MR of the target"
+case $(target_resources) in *"; 0 MRs, 0 bytes") false ;; esac || fail "rdma res show mr sees no MR of the target"
 
 # The well-behaved client verifies every read against what it wrote and exits non-zero on the
 # first mismatch or I/O error, so it must still be running at the end. One thread at depth 4:

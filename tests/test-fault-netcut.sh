@@ -72,14 +72,8 @@ EOF
 start_target "$T/target.conf" -v
 
 io() { timeout 120 "$BUILD/tests/rdmablk-io" -t 30 "$@"; }
-live() {
-    echo $(($(grep -cE 'accepted, queue depth|: rdma_accept' "$LOGS/target.log") -
-        $(grep -c 'connection [0-9]* freed' "$LOGS/target.log")))
-}
-settle() {
-    wait_for "$1" sh -c "[ \$((\$(grep -cE 'accepted, queue depth|: rdma_accept' '$LOGS/target.log') - \
-        \$(grep -c 'connection [0-9]* freed' '$LOGS/target.log'))) -eq 0 ]"
-}
+settle() { wait_for "$1" conns_are "$T/target.conf" 0; }
+live() { live_conns "$T/target.conf"; }
 nfds() { find "/proc/$TARGET_PID/fd" -mindepth 1 -maxdepth 1 | wc -l; }
 # serves NAME HOST SEED: a write and a verified read through HOST.
 serves() {

@@ -47,22 +47,9 @@ BUILD=$target_build start_target "$T/target.conf" -v
 ok "target: $target_build/rdmablk-target"
 
 io() { timeout 120 "$BUILD/tests/rdmablk-io" -H "$RDMABLK_ADDR" -t 60 "$@"; }
-live() {
-    echo $(($(grep -cE 'accepted, queue depth|: rdma_accept' "$LOGS/target.log") -
-        $(grep -c 'connection [0-9]* freed' "$LOGS/target.log")))
-}
-nfds() { find "/proc/$TARGET_PID/fd" -mindepth 1 -maxdepth 1 | wc -l; }
-mrs() {
-    rdma res show mr pid "$TARGET_PID" |
-        awk '{ for (i = 1; i < NF; i++) if ($i == "mrlen") b += $(i + 1); n++ }
-             END { printf "%d MRs, %d bytes\n", n, b }'
-}
-
 step warmup io -e hostile write 0 1M 1 || fail "first write failed"
-wait_for 60 sh -c "[ \$((\$(grep -cE 'accepted, queue depth|: rdma_accept' '$LOGS/target.log') - \
-    \$(grep -c 'connection [0-9]* freed' '$LOGS/target.log'))) -eq 0 ]" ||
-    fail "the first connection was not freed"
-base="fds $(nfds); $(mrs)"
+wait_for 60 conns_are "$T/target.conf" 0 || fail "the first connection was not freed"
+base=$(target_resources)
 ok "baseline: $base"
 
 # The well-behaved client: it exits non-zero on the first mismatch or I/O error.
@@ -97,12 +84,9 @@ step after-write io -e hostile write 2097152 262144 7 || fail "write after the a
 step after-read io -e hostile read 2097152 262144 7 || fail "read after the attack failed"
 ok "the target still serves"
 
-wait_for 120 sh -c "[ \$((\$(grep -cE 'accepted, queue depth|: rdma_accept' '$LOGS/target.log') - \
-    \$(grep -c 'connection [0-9]* freed' '$LOGS/target.log'))) -eq 0 ]" ||
-    fail "connections not freed: $(live) still live"
-wait_for 60 sh -c "[ \"fds \$(find /proc/$TARGET_PID/fd -mindepth 1 -maxdepth 1 | wc -l); \
-\$(rdma res show mr pid $TARGET_PID | awk '{ for (i = 1; i < NF; i++) if (\$i == \"mrlen\") b += \$(i + 1); n++ } END { printf \"%d MRs, %d bytes\", n, b }')\" = '$base' ]" ||
-    fail "resources leaked: baseline $base, now fds $(nfds); $(mrs)"
+wait_for 120 conns_are "$T/target.conf" 0 ||
+    fail "connections not freed: $(live_conns "$T/target.conf") still live"
+wait_for 60 resources_are "$base" || fail "resources leaked: baseline $base, now $(target_resources)"
 ok "every connection freed; back to $base"
 if grep -q 'buffers in use\|requests still active\|never flushed' "$LOGS/target.log"; then
     fail "the target reports leaked buffers or requests"
