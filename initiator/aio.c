@@ -25,6 +25,8 @@ struct rb_aio_ctx {
 	struct rb_aio  *done_head;  /* finished, not yet handed to the caller */
 	struct rb_aio  *done_tail;
 	unsigned        outstanding;
+	char           *region;     /* rb_aio_set_region: direct requests */
+	size_t          region_len;
 };
 
 static struct rb_aio_ctx *
@@ -226,6 +228,31 @@ live_conn(struct rb_client *c, struct rb_aio_ctx *x)
 	return NULL;
 }
 
+/* 1 when a's data may move straight between the target and the caller's
+ * registered region (direct.c): a READ, or a WRITE too long to go inline,
+ * entirely inside the region.  0 means the copy through the pool. */
+static int
+direct_ok(struct rb_aio_ctx *x, struct rb_conn *conn, const struct rb_aio *a)
+{
+	uintptr_t p = (uintptr_t)a->buf, base = (uintptr_t)x->region;
+	int r;
+
+	if (x->region_len == 0 || p < base || p - base > x->region_len ||
+	    a->len > x->region_len - (p - base))
+		return 0;
+	if (a->op != RB_AIO_READ && (a->op != RB_AIO_WRITE || a->len <= conn->exp.inline_max))
+		return 0;
+	r = rb_conn_direct_register(conn, x->region, x->region_len);
+	if (r == -EAGAIN)
+		return 0;   /* fenced: the connection is dead, nothing is posted on it */
+	if (r < 0) {
+		rb_log(RB_LOG_ERROR, "aio: copying through the pool from now on");
+		x->region_len = 0;
+		return 0;
+	}
+	return 1;
+}
+
 /* Post queued requests while credits are free. */
 static void
 pump(struct rb_client *c, struct rb_aio_ctx *x)
@@ -238,6 +265,7 @@ pump(struct rb_client *c, struct rb_aio_ctx *x)
 	while ((conn = live_conn(c, x)) != NULL) {
 		a = x->pend_head;
 		to_io(a, &io);
+		io.direct = direct_ok(x, conn, a);
 		pthread_mutex_lock(&conn->lock);
 		s = conn->dead ? NULL : rb_slot_get_locked(conn, 0);
 		if (s == NULL) {
@@ -340,6 +368,9 @@ reclaim_locked(struct rb_conn *conn, struct rb_aio_ctx *x, struct rb_client *c)
 	}
 	if (!conn->dead)
 		return;
+	/* The caller may reuse the memory of what goes back to the queue (or
+	 * fails) at once: cut this connection off from it first. */
+	rb_conn_direct_fence_locked(conn);
 	for (i = 0; i < conn->nslots; i++) {
 		struct rb_slot *s = &conn->slots[i];
 
@@ -414,6 +445,23 @@ rb_aio_reap(struct rb_client *c, rb_aio_done_fn *cb, void *opaque)
 		cb(opaque, a);
 	}
 	return n;
+}
+
+int
+rb_aio_set_region(struct rb_client *c, void *base, size_t len)
+{
+	struct rb_aio_ctx *x = ctx_get(c);
+
+	if (x == NULL)
+		return -ENOMEM;
+	if (x->outstanding > 0 || base == NULL || len == 0) {
+		rb_log(RB_LOG_ERROR, "aio: a direct region is set once, non-empty, "
+		       "before the first request");
+		return -EINVAL;
+	}
+	x->region = base;
+	x->region_len = len;
+	return 0;
 }
 
 int

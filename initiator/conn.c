@@ -189,6 +189,8 @@ conn_destroy(struct rb_conn *conn)
 	if (conn->qp_created)
 		rdma_destroy_qp(conn->id);
 	rb_slots_destroy(conn);
+	if (conn->direct_mr != NULL)
+		ibv_dereg_mr(conn->direct_mr);
 	rb_region_destroy(&conn->send);
 	rb_region_destroy(&conn->recv);
 	free(conn->recv_ctx);

@@ -47,8 +47,8 @@ rb_post_request(struct rb_conn *conn, struct rb_slot *s, const struct rb_req_inf
 	bind.opcode = IBV_WR_BIND_MW;
 	bind.bind_mw.mw = s->mw;
 	bind.bind_mw.rkey = s->rkey;
-	bind.bind_mw.bind_info.mr = conn->data.mr;
-	bind.bind_mw.bind_info.addr = (uintptr_t)s->data;
+	bind.bind_mw.bind_info.mr = s->direct != NULL ? conn->direct_mr : conn->data.mr;
+	bind.bind_mw.bind_info.addr = (uintptr_t)(s->direct != NULL ? s->direct : s->data);
 	bind.bind_mw.bind_info.length = s->bind_len;
 	bind.bind_mw.bind_info.mw_access_flags = (unsigned)s->bind_access;
 	bind.next = &wr;

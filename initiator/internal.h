@@ -79,6 +79,7 @@ struct rb_slot {
 	pthread_cond_t      cond;       /* DONE, dead, or "you lead now" */
 	void               *send_buf;   /* RB_RECV_BUF_SIZE bytes */
 	void               *data;       /* max_io bytes in the data pool */
+	void               *direct;     /* the caller's bytes instead (direct.c), or NULL */
 	uint32_t            rkey;       /* the key the target uses for data */
 	int                 next_free;
 	struct rb_aio      *aio;        /* an asynchronous request (aio.c), or NULL */
@@ -150,6 +151,11 @@ struct rb_conn {
 	unsigned                    nsend_bufs; /* wanted + 1; the last is control */
 	struct rb_wr_ctx            ctrl_ctx;
 	struct rb_region            data;       /* nslots x max_io */
+	/* direct.c: the aio caller's registered region, the aio thread's
+	 * alone; fenced (deregistered) once the connection died with direct
+	 * requests posted. */
+	struct ibv_mr              *direct_mr;
+	int                         direct_fenced;
 
 	unsigned                    cm_qd;      /* granted in the CM accept */
 	int                         use_mw;     /* per-request memory windows */
@@ -207,6 +213,12 @@ void rb_conn_mark_dead_locked(struct rb_conn *conn, const char *why);
 /* Post one receive buffer again.  0 or -errno. */
 int  rb_conn_post_recv(struct rb_conn *conn, uint32_t index);
 void *rb_conn_recv_buf(struct rb_conn *conn, uint32_t index);
+
+/* direct.c: the caller's memory for direct requests.  Register [base, len)
+ * on conn once (0, -EAGAIN once fenced, or -errno); fence: revoke every
+ * window and deregister, so the target can no longer reach it. */
+int  rb_conn_direct_register(struct rb_conn *conn, void *base, size_t len);
+void rb_conn_direct_fence_locked(struct rb_conn *conn);
 
 /* cm.c: address and route resolution, connect and reject decoding. */
 int  rb_cm_resolve(struct rb_conn *conn, uint64_t deadline_ns, char *errbuf);
@@ -270,6 +282,7 @@ struct rb_io {
 	uint32_t    copy_off;   /* ... gets data[copy_off, copy_off + copy_len) */
 	uint32_t    copy_len;
 	const void *wbuf;       /* WRITE source */
+	int         direct;     /* rbuf/wbuf lie in conn->direct_mr: no copy */
 	uint8_t     rep_flags;  /* out: RB_REP_* */
 };
 /* 0, a negative errno (final), or -EAGAIN: the connection died before a

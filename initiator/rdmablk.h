@@ -15,7 +15,8 @@
  *
  * Data path cost: the caller's buffer is copied into (writes) or out of
  * (reads) a pre-registered pool buffer, so no memory is registered on the
- * I/O path.  The copy is timed; rb_client_stats() reports the cumulative
+ * I/O path (an asynchronous caller can register its own memory instead:
+ * rb_aio_set_region).  The copy is timed; rb_client_stats() reports the cumulative
  * copy time and bytes (see initiator/NOTES.md for measured numbers).
  */
 #ifndef RDMABLK_H
@@ -171,6 +172,16 @@ int rb_aio_submit(struct rb_client *c, struct rb_aio *a);
  * second while requests are outstanding (it enforces `timeout`). */
 typedef void rb_aio_done_fn(void *opaque, struct rb_aio *a);
 int rb_aio_reap(struct rb_client *c, rb_aio_done_fn *cb, void *opaque);
+/* Direct requests: [base, base + len) is the caller's I/O memory (a ublk
+ * queue's buffers).  A READ, or a WRITE above the inline size, whose buf
+ * lies inside it is moved by the target straight from or into that memory
+ * (registered once per connection, exposed per request through a window
+ * over exactly its bytes, or the region's key with mr=static), with no copy
+ * through the pool.  A connection that dies with such requests posted is cut
+ * off from the memory (windows revoked, region deregistered) before they
+ * are resent or failed.  The memory must stay mapped until
+ * rb_client_close.  Once, before the first rb_aio_submit: 0 or -EINVAL. */
+int rb_aio_set_region(struct rb_client *c, void *base, size_t len);
 /* A file descriptor that is readable (POLLIN) when rb_aio_reap has work;
  * stable for the client's lifetime.  -1 on error (logged). */
 int rb_aio_fd(struct rb_client *c);

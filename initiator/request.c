@@ -27,7 +27,8 @@ copy_timed(struct rb_conn *conn, void *dst, const void *src, size_t len)
 }
 
 /* Fill the wire request; WRITE data goes inline when it is small enough,
- * otherwise into the slot's pool buffer for the target to RDMA READ. */
+ * otherwise into the slot's pool buffer for the target to RDMA READ (or,
+ * direct, stays in the caller's registered memory: direct.c). */
 static void
 prepare(struct rb_conn *conn, struct rb_slot *s, const struct rb_io *io,
 	struct rb_req_info *ri)
@@ -43,7 +44,10 @@ prepare(struct rb_conn *conn, struct rb_slot *s, const struct rb_io *io,
 		copy_timed(conn, (char *)s->send_buf + sizeof(struct rb_request),
 			   io->wbuf, io->length);
 	} else if (io->opcode == RB_OP_WRITE || io->opcode == RB_OP_READ) {
-		if (io->opcode == RB_OP_WRITE)
+		/* Direct: the target moves the caller's own bytes. */
+		s->direct = !io->direct ? NULL : io->opcode == RB_OP_READ ?
+			io->rbuf : (void *)(uintptr_t)io->wbuf;
+		if (io->opcode == RB_OP_WRITE && s->direct == NULL)
 			copy_timed(conn, s->data, io->wbuf, io->length);
 		if (conn->use_mw) {
 			/* The window covers exactly these bytes (its fresh key
@@ -53,8 +57,9 @@ prepare(struct rb_conn *conn, struct rb_slot *s, const struct rb_io *io,
 			s->bind_access = io->opcode == RB_OP_READ ?
 				IBV_ACCESS_REMOTE_WRITE : IBV_ACCESS_REMOTE_READ;
 		}
-		ri->addr = (uintptr_t)s->data;
-		ri->rkey = s->rkey;
+		ri->addr = (uintptr_t)(s->direct != NULL ? s->direct : s->data);
+		ri->rkey = s->direct != NULL && !conn->use_mw ? conn->direct_mr->rkey :
+			s->rkey;
 	}
 }
 
@@ -137,7 +142,7 @@ rb_conn_finish(struct rb_conn *conn, struct rb_slot *s, struct rb_io *io)
 	 * ordering: the reply's arrival implies the RDMA WRITE landed, and
 	 * the window is invalid). */
 	rep = s->rep;
-	if (io->opcode == RB_OP_READ && rep.error == RB_OK)
+	if (io->opcode == RB_OP_READ && rep.error == RB_OK && s->direct == NULL)
 		copy_timed(conn, io->rbuf, (char *)s->data + io->copy_off,
 			   io->copy_len);
 

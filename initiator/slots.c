@@ -112,6 +112,7 @@ rb_slot_get_locked(struct rb_conn *conn, int keepalive)
 	s->waiter = 0;
 	s->following = 0;
 	s->bind_len = 0;
+	s->direct = NULL;
 	s->mw_live = 0;
 	s->inv_posted = 0;
 	s->aio = NULL;

@@ -24,19 +24,35 @@
 
 static int use_syslog;
 
+static void
+ub_vlog(int prio, const char *fmt, va_list ap)
+{
+	if (use_syslog) {
+		vsyslog(prio, fmt, ap);
+	} else {
+		fputs("rdmablk-ublk: ", stderr);
+		vfprintf(stderr, fmt, ap);
+		fputc('\n', stderr);
+	}
+}
+
 void
 ub_log(const char *fmt, ...)
 {
 	va_list ap;
 
 	va_start(ap, fmt);
-	if (use_syslog) {
-		vsyslog(LOG_ERR, fmt, ap);
-	} else {
-		fputs("rdmablk-ublk: ", stderr);
-		vfprintf(stderr, fmt, ap);
-		fputc('\n', stderr);
-	}
+	ub_vlog(LOG_ERR, fmt, ap);
+	va_end(ap);
+}
+
+void
+ub_info(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	ub_vlog(LOG_INFO, fmt, ap);
 	va_end(ap);
 }
 

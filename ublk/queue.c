@@ -118,6 +118,11 @@ ub_queue_create(struct ub_queue *q)
 		ub_log("queue %u: cannot connect to the target", q->id);
 		return -1;
 	}
+	/* The kernel copies each request's data into or out of these buffers:
+	 * registered, they are the one copy (the target moves READs and
+	 * non-inline WRITEs from and to them directly). */
+	if (rb_aio_set_region(q->client, q->bufs, q->bufs_len) < 0)
+		return -1;
 	r = io_uring_queue_init(d->depth + 2, &q->ring, IORING_SETUP_SQE128);
 	if (r < 0) {
 		ub_log("queue %u: io_uring_queue_init: %s", q->id, strerror(-r));
@@ -133,6 +138,14 @@ ub_queue_destroy(struct ub_queue *q)
 	if (q->ring_ok)
 		io_uring_queue_exit(&q->ring);
 	q->ring_ok = 0;
+	if (q->client != NULL) {
+		struct rb_stats st;
+
+		rb_client_stats(q->client, &st);
+		ub_info("queue %u: %llu requests, %llu resent, %llu bytes copied by the library",
+			q->id, (unsigned long long)st.requests, (unsigned long long)st.resent,
+			(unsigned long long)st.copy_bytes);
+	}
 	rb_client_close(q->client);
 	q->client = NULL;
 	free(q->ios);

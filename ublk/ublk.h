@@ -97,6 +97,8 @@ int  ub_del(int dev_id);
 int  ub_list(void);
 
 /* main.c: the log hook. */
+/* Errors (LOG_ERR), and routine events (LOG_INFO), to stderr or syslog. */
 void ub_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void ub_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 #endif

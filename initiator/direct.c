@@ -1,0 +1,49 @@
+/* Caller memory registered for direct (copy-free) requests (rb_aio_set_region).
+ *
+ * A direct READ or non-inline WRITE names the caller's own bytes to the
+ * target, through a window bound over exactly those bytes (or, with
+ * mr=static, the region's key), instead of a pool buffer of the slot.  The
+ * caller's memory is reused as soon as the request is reported, so a
+ * connection that dies with direct requests posted must be fenced before
+ * they are resent or failed: its windows are deallocated and the region is
+ * deregistered, after which no RDMA of that connection, late or not, can
+ * reach the memory (on rxe dereg waits for the responder's references).
+ * The pool's rule ("a dead connection's POSTED slots stay POSTED") cannot
+ * protect memory the library does not own. */
+#include <errno.h>
+#include <string.h>
+
+#include "internal.h"
+
+int
+rb_conn_direct_register(struct rb_conn *conn, void *base, size_t len)
+{
+	int access = conn->use_mw ? IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_MW_BIND :
+		IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
+
+	if (conn->direct_mr != NULL)
+		return 0;
+	if (conn->direct_fenced)
+		return -EAGAIN;
+	conn->direct_mr = ibv_reg_mr(conn->pd, base, len, access);
+	if (conn->direct_mr == NULL) {
+		int err = errno ? errno : ENOMEM;
+
+		rb_log(RB_LOG_ERROR, "ibv_reg_mr of the direct I/O region (%zu bytes): %s "
+		       "(is ulimit -l too low?)", len, strerror(err));
+		return -err;
+	}
+	return 0;
+}
+
+void
+rb_conn_direct_fence_locked(struct rb_conn *conn)
+{
+	if (conn->direct_mr == NULL)
+		return;
+	rb_slots_revoke(conn);
+	if (ibv_dereg_mr(conn->direct_mr) != 0)
+		rb_log(RB_LOG_ERROR, "ibv_dereg_mr of the direct I/O region failed");
+	conn->direct_mr = NULL;
+	conn->direct_fenced = 1;
+}
