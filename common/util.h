@@ -6,6 +6,11 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
+/* What an operator does when no RDMA device is visible: the same words from
+ * the target and every initiator front end. */
+#define RB_NO_RDMA_HINT "load the RNIC's driver, or create a Soft-RoCE device " \
+	"with scripts/rxe-setup IFACE (rdma link add rxe0 type rxe netdev IFACE)"
+
 /* "4096", "64K", "1M", "10G", "2T" (binary multiples).  Returns 0, or
  * -EINVAL for garbage or -ERANGE for overflow. */
 int rb_parse_size(const char *s, uint64_t *out);

@@ -16,9 +16,7 @@
 static int
 no_device(const struct rb_conn *conn, char *errbuf)
 {
-	rb_seterr(errbuf, "no RDMA device can reach %s: create one with "
-		  "scripts/rxe-setup (Soft-RoCE) or run in the guest (scripts/vm-run)",
-		  conn->cfg.host);
+	rb_seterr(errbuf, "no RDMA device can reach %s: %s", conn->cfg.host, RB_NO_RDMA_HINT);
 	return -ENODEV;
 }
 

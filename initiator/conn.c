@@ -258,9 +258,9 @@ rb_conn_create(const struct rb_conn_cfg *cfg, int list_only, uint64_t deadline_n
 	conn->cm_ch = rdma_create_event_channel();
 	if (conn->cm_ch == NULL) {
 		/* No /dev/infiniband/rdma_cm: no RDMA stack at all. */
-		rb_seterr(errbuf, "no RDMA device can reach %s: create one with "
-			  "scripts/rxe-setup (Soft-RoCE) or run in the guest "
-			  "(scripts/vm-run)", cfg->host);
+		rb_seterr(errbuf, "no RDMA device is visible (no RDMA CM device "
+			  "/dev/infiniband/rdma_cm), so none can reach %s: %s", cfg->host,
+			  RB_NO_RDMA_HINT);
 		r = -ENODEV;
 		goto out_destroy;
 	}

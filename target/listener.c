@@ -8,12 +8,12 @@
 #include "conn.h"
 #include "log.h"
 #include "target.h"
+#include "util.h"
 
 void
 no_rdma_device(const struct target *t)
 {
-	fatalx("no RDMA device serves %s; create one with scripts/rxe-setup (Soft-RoCE) "
-	       "or run in the guest (scripts/vm-run)", t->cfg->listen_host);
+	fatalx("no RDMA device serves %s: %s", t->cfg->listen_host, RB_NO_RDMA_HINT);
 }
 
 static int

@@ -15,7 +15,8 @@
 
 #define NS_PER_S 1000000000ull
 /* 3 x keepalive, as the initiator waits for its NOPs, but at least 10 s:
- * the retries of a live but slow peer (TCG) must not count as death. */
+ * the retries of a live but slow peer (an overloaded host, a congested
+ * link) must not count as death. */
 #define PROBE_DEADLINE_S(ka) ((ka) * 3 > 10 ? (ka) * 3 : 10)
 /* Send WRs outstanding and none completed for this long: the oldest is at
  * least this old (an RC send queue completes in order), so the peer does
