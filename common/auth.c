@@ -144,16 +144,39 @@ rb_auth_nonce(uint8_t nonce[RB_NONCE_LEN])
 	return RAND_bytes(nonce, RB_NONCE_LEN) == 1 ? 0 : -1;
 }
 
+/* B of auth.h: 40 bytes, the QPNs little-endian. */
+#define BIND_LEN (2 * 16 + 2 * 4)
+
+static void
+put_le32(uint8_t *p, uint32_t v)
+{
+	p[0] = (uint8_t)v;
+	p[1] = (uint8_t)(v >> 8);
+	p[2] = (uint8_t)(v >> 16);
+	p[3] = (uint8_t)(v >> 24);
+}
+
+static size_t
+bind_encode(uint8_t *p, const struct rb_auth_bind *b)
+{
+	memcpy(p, b->initiator_gid, 16);
+	put_le32(p + 16, b->initiator_qpn);
+	memcpy(p + 20, b->target_gid, 16);
+	put_le32(p + 36, b->target_qpn);
+	return BIND_LEN;
+}
+
 static int
 mac(const struct rb_secret *s, const char *label, const uint8_t *n1,
-    const uint8_t *n2, const char *export_name, uint8_t out[RB_MAC_LEN])
+    const uint8_t *n2, const struct rb_auth_bind *b, const char *export_name,
+    uint8_t out[RB_MAC_LEN])
 {
-	uint8_t msg[32 + 2 * RB_NONCE_LEN + RB_EXPORT_NAME_MAX];
+	uint8_t msg[32 + 2 * RB_NONCE_LEN + BIND_LEN + RB_EXPORT_NAME_MAX];
 	size_t ll = strlen(label), nl = strnlen(export_name, RB_EXPORT_NAME_MAX), len = 0;
 	unsigned int outlen = 0;
 	int ok;
 
-	if (s->key == NULL || ll > 32)
+	if (s->key == NULL || b == NULL || ll > 32)
 		return -1;
 	memcpy(msg, label, ll);
 	len += ll;
@@ -161,6 +184,7 @@ mac(const struct rb_secret *s, const char *label, const uint8_t *n1,
 	len += RB_NONCE_LEN;
 	memcpy(msg + len, n2, RB_NONCE_LEN);
 	len += RB_NONCE_LEN;
+	len += bind_encode(msg + len, b);
 	memcpy(msg + len, export_name, nl);
 	len += nl;
 	ok = HMAC(EVP_sha256(), s->key, (int)s->len, msg, len, out, &outlen) != NULL &&
@@ -171,18 +195,18 @@ mac(const struct rb_secret *s, const char *label, const uint8_t *n1,
 
 int
 rb_auth_mac_target(const struct rb_secret *s, const uint8_t ni[RB_NONCE_LEN],
-		   const uint8_t nt[RB_NONCE_LEN], const char *export_name,
-		   uint8_t out[RB_MAC_LEN])
+		   const uint8_t nt[RB_NONCE_LEN], const struct rb_auth_bind *b,
+		   const char *export_name, uint8_t out[RB_MAC_LEN])
 {
-	return mac(s, "rdmablk-target", ni, nt, export_name, out);
+	return mac(s, "rdmablk-target", ni, nt, b, export_name, out);
 }
 
 int
 rb_auth_mac_initiator(const struct rb_secret *s, const uint8_t ni[RB_NONCE_LEN],
-		      const uint8_t nt[RB_NONCE_LEN], const char *export_name,
-		      uint8_t out[RB_MAC_LEN])
+		      const uint8_t nt[RB_NONCE_LEN], const struct rb_auth_bind *b,
+		      const char *export_name, uint8_t out[RB_MAC_LEN])
 {
-	return mac(s, "rdmablk-initiator", nt, ni, export_name, out);
+	return mac(s, "rdmablk-initiator", nt, ni, b, export_name, out);
 }
 
 int

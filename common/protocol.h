@@ -92,7 +92,11 @@ enum rb_opcode {
 
 /* HELLO flags (initiator wishes). */
 #define RB_HELLO_SEND_INV   0x0001u /* reply SENDs may invalidate the request rkey */
-#define RB_HELLO_FLAGS_ALL  RB_HELLO_SEND_INV
+/* The initiator binds CHALLENGE/AUTH proofs to the connection (GIDs and
+ * QPNs, common/auth.h).  Every initiator since it sets it; a target refuses
+ * a HELLO without it for an export that needs a secret (EPROTO). */
+#define RB_HELLO_AUTH_BIND  0x0002u
+#define RB_HELLO_FLAGS_ALL  (RB_HELLO_SEND_INV | RB_HELLO_AUTH_BIND)
 
 /* Wire error codes.  Values match Linux errno numbers so they read naturally
  * in logs, but each side maps them explicitly: never pass a raw errno. */

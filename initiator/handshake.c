@@ -7,6 +7,7 @@
 #include <sys/random.h>
 
 #include "internal.h"
+#include "qpview.h"
 #include "util.h"
 
 static int
@@ -151,6 +152,41 @@ refused(struct rb_conn *conn, uint16_t status, char *errbuf)
 	return -rb_error_to_errno(status);
 }
 
+/* Our proof Mi for a CHALLENGE whose proof Mt checked out, over the
+ * connection as we see it: a CHALLENGE relayed from another connection (an
+ * on-path relay holds two) was computed for other QPNs and fails here.
+ * 0, or a negative errno with errbuf set. */
+static int
+challenge_proof(struct rb_conn *conn, const struct rb_hello_info *h,
+		const struct rb_auth_info *ch, uint8_t mi[RB_MAC_LEN], char *errbuf)
+{
+	const struct rb_conn_cfg *cfg = &conn->cfg;
+	struct rb_auth_bind b;
+	uint8_t mt[RB_MAC_LEN];
+	char why[160];
+
+	if (rb_qp_view(conn->id->qp, conn->id, 0, &b, why, sizeof(why)) < 0) {
+		rb_seterr(errbuf, "%s:%u: authentication: %s", cfg->host, cfg->port, why);
+		return -EIO;
+	}
+	if (rb_auth_mac_target(cfg->secret, h->nonce, ch->nonce, &b, h->export_name,
+			       mt) < 0 ||
+	    !rb_auth_mac_equal(mt, ch->mac)) {
+		rb_auth_wipe(mt, sizeof(mt));
+		rb_seterr(errbuf, "export '%s' on %s:%u: target failed to prove it knows "
+			  "the secret (for this connection)", cfg->export_name, cfg->host,
+			  cfg->port);
+		return -EACCES;
+	}
+	rb_auth_wipe(mt, sizeof(mt));
+	if (rb_auth_mac_initiator(cfg->secret, h->nonce, ch->nonce, &b, h->export_name,
+				  mi) < 0) {
+		rb_seterr(errbuf, "HMAC-SHA256 failed");
+		return -ENOMEM;
+	}
+	return 0;
+}
+
 /* CHALLENGE: check the target's proof Mt before anything of ours goes out
  * (a fake target learns nothing), then send AUTH with our proof Mi. */
 static int
@@ -159,7 +195,6 @@ answer_challenge(struct rb_conn *conn, const struct rb_hello_info *h,
 {
 	const struct rb_conn_cfg *cfg = &conn->cfg;
 	struct rb_auth_info ch, auth;
-	uint8_t mt[RB_MAC_LEN];
 	const char *why = "";
 	int r;
 
@@ -177,22 +212,11 @@ answer_challenge(struct rb_conn *conn, const struct rb_hello_info *h,
 	if (cfg->test_replay_mac != NULL) {
 		memcpy(auth.mac, cfg->test_replay_mac, RB_MAC_LEN);
 	} else {
-		if (rb_auth_mac_target(cfg->secret, h->nonce, ch.nonce, h->export_name,
-				       mt) < 0 ||
-		    !rb_auth_mac_equal(mt, ch.mac)) {
-			rb_auth_wipe(mt, sizeof(mt));
+		r = challenge_proof(conn, h, &ch, auth.mac, errbuf);
+		if (r < 0) {
 			rb_auth_wipe(&ch, sizeof(ch));
-			rb_seterr(errbuf, "export '%s' on %s:%u: target failed to prove "
-				  "it knows the secret", cfg->export_name, cfg->host,
-				  cfg->port);
-			return -EACCES;
-		}
-		rb_auth_wipe(mt, sizeof(mt));
-		if (rb_auth_mac_initiator(cfg->secret, h->nonce, ch.nonce,
-					  h->export_name, auth.mac) < 0) {
-			rb_auth_wipe(&ch, sizeof(ch));
-			rb_seterr(errbuf, "HMAC-SHA256 failed");
-			return -ENOMEM;
+			rb_auth_wipe(&auth, sizeof(auth));
+			return r;
 		}
 	}
 	rb_auth_wipe(&ch, sizeof(ch));
@@ -227,7 +251,9 @@ rb_handshake_hello(struct rb_conn *conn, uint64_t deadline_ns, char *errbuf)
 	memset(&h, 0, sizeof(h));
 	h.queue_depth = (uint16_t)conn->cm_qd;
 	h.max_io = conn->cfg.max_io;
-	h.flags = conn->use_mw ? RB_HELLO_SEND_INV : 0;
+	/* AUTH_BIND always: a target that needs a secret refuses a HELLO
+	 * without it, and one that predates it refuses any HELLO with it. */
+	h.flags = (conn->use_mw ? RB_HELLO_SEND_INV : 0) | RB_HELLO_AUTH_BIND;
 	if (rb_auth_nonce(h.nonce) < 0 &&
 	    getrandom(h.nonce, sizeof(h.nonce), 0) != (ssize_t)sizeof(h.nonce)) {
 		rb_seterr(errbuf, "no random bytes for the HELLO nonce");
@@ -266,6 +292,14 @@ rb_handshake_hello(struct rb_conn *conn, uint64_t deadline_ns, char *errbuf)
 			  "authentication (EACCES)", conn->cfg.export_name,
 			  conn->cfg.host, conn->cfg.port);
 		return -EACCES;
+	}
+	if (!authed && e->status == RB_EPROTO) {
+		rb_seterr(errbuf, "export '%s' on %s:%u: target refused the HELLO: %s "
+			  "(EPROTO); a target that predates authentication bound to the "
+			  "connection (HELLO flag AUTH_BIND) refuses every HELLO of this "
+			  "initiator: upgrade the target", conn->cfg.export_name,
+			  conn->cfg.host, conn->cfg.port, rb_reason(RB_EPROTO));
+		return -EPROTO;
 	}
 	if (e->status != RB_OK)
 		return refused(conn, e->status, errbuf);

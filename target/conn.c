@@ -12,6 +12,7 @@
 #include "auth.h"
 #include "conn.h"
 #include "log.h"
+#include "qpview.h"
 #include "request.h"
 
 #define CONN_SQ_SLACK        4
@@ -608,6 +609,31 @@ conn_hello_finish(struct conn *c, struct recv_buf *rb, const struct rb_hello_inf
 	conn_post_ctrl(c, rb_hello_reply_encode(c->ctrl_buf, &info));
 }
 
+/* The CHALLENGE for HELLO h under key k: a fresh nonce Nt, our proof Mt, and
+ * the Mi we expect (kept in c->auth_expect), both over the connection as we
+ * see it, so that proofs relayed from another connection do not match.
+ * 0, or -1 with a reason in why. */
+static int
+conn_challenge(struct conn *c, const struct rb_secret *k, const struct rb_hello_info *h,
+	       struct rb_auth_info *ch, char *why, size_t whylen)
+{
+	struct rb_auth_bind b;
+
+	if (rb_qp_view(c->qp, c->cm_id, 1, &b, why, whylen) < 0)
+		return -1;
+	memset(ch, 0, sizeof(*ch));
+	if (rb_auth_nonce(ch->nonce) < 0 ||
+	    rb_auth_mac_target(k, h->nonce, ch->nonce, &b, h->export_name, ch->mac) < 0 ||
+	    rb_auth_mac_initiator(k, h->nonce, ch->nonce, &b, h->export_name,
+				  c->auth_expect) < 0) {
+		rb_auth_wipe(ch, sizeof(*ch));
+		rb_auth_wipe(c->auth_expect, sizeof(c->auth_expect));
+		snprintf(why, whylen, "cannot compute the challenge");
+		return -1;
+	}
+	return 0;
+}
+
 /* HELLO: refusals that need no secret first (nothing is committed for
  * them), then CHALLENGE when the export has a secret, else finish. */
 static void
@@ -616,9 +642,10 @@ conn_hello(struct conn *c, struct recv_buf *rb)
 	struct target *t = c->t;
 	struct rb_hello_info h;
 	struct rb_auth_info ch;
+	const struct rb_secret *k;
 	struct export *e;
 	const char *why = "?";
-	int ok;
+	char cwhy[192];
 
 	if (rb_hello_decode(rb->buf, rb->len, &h, &why) < 0) {
 		hello_refuse(c, RB_EPROTO, "?", why);
@@ -637,22 +664,23 @@ conn_hello(struct conn *c, struct recv_buf *rb)
 		hello_refuse(c, RB_EACCES, h.export_name, "address not allowed");
 		return;
 	}
-	if (e->cfg->secret.key == NULL) {
+	k = e->cfg->secret.key != NULL ? &e->cfg->secret : NULL;
+	if (k == NULL) {
 		conn_hello_finish(c, rb, &h);
+		return;
+	}
+	if (!(h.flags & RB_HELLO_AUTH_BIND)) {
+		hello_refuse(c, RB_EPROTO, h.export_name, "the export needs a secret and "
+			     "the initiator does not bind authentication to the connection "
+			     "(no AUTH_BIND flag in HELLO: an initiator older than it; "
+			     "upgrade it)");
 		return;
 	}
 	/* Mt proves we know the key (over the initiator's fresh nonce); the
 	 * Mi we expect covers our fresh nonce, so a recorded AUTH from an
 	 * earlier connection never matches. */
-	memset(&ch, 0, sizeof(ch));
-	ok = rb_auth_nonce(ch.nonce) == 0 &&
-		rb_auth_mac_target(&e->cfg->secret, h.nonce, ch.nonce, h.export_name,
-				   ch.mac) == 0 &&
-		rb_auth_mac_initiator(&e->cfg->secret, h.nonce, ch.nonce, h.export_name,
-				      c->auth_expect) == 0;
-	if (!ok) {
-		rb_auth_wipe(&ch, sizeof(ch));
-		hello_refuse(c, RB_ENOMEM, h.export_name, "cannot compute the challenge");
+	if (conn_challenge(c, k, &h, &ch, cwhy, sizeof(cwhy)) < 0) {
+		hello_refuse(c, RB_ENOMEM, h.export_name, cwhy);
 		return;
 	}
 	c->auth_hello = h;

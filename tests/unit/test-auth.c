@@ -1,6 +1,7 @@
 /* Unit tests for common/auth.c: the exact HMAC construction (vectors computed
- * independently with Python's hmac module), constant-time compare, and the
- * secret-file rules (permissions, empty, trailing newline). */
+ * independently with Python's hmac module), its binding to the connection
+ * (a fake relayed transcript), constant-time compare, and the secret-file
+ * rules (permissions, empty, trailing newline). */
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,30 +43,112 @@ write_file(const char *path, const char *text, mode_t mode)
 	chmod(path, mode);
 }
 
+/* ::ffff:10.55.0.X, as RoCE's GID of an IPv4 address. */
+static void
+gid4(uint8_t g[16], uint8_t x)
+{
+	static const uint8_t pre[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
+
+	memcpy(g, pre, 12);
+	g[12] = 10;
+	g[13] = 55;
+	g[14] = 0;
+	g[15] = x;
+}
+
 static void
 test_vectors(void)
 {
 	struct rb_secret s = { (uint8_t *)"secret", 6 };
+	struct rb_auth_bind b;
 	uint8_t ni[RB_NONCE_LEN], nt[RB_NONCE_LEN], mt[RB_MAC_LEN], mi[RB_MAC_LEN];
 	char h[2 * RB_MAC_LEN + 1];
 
 	memset(ni, 1, sizeof(ni));
 	memset(nt, 2, sizeof(nt));
-	CHECK(rb_auth_mac_target(&s, ni, nt, "disk0", mt) == 0);
+	memset(&b, 0, sizeof(b));
+	gid4(b.initiator_gid, 2);
+	b.initiator_qpn = 0x11;
+	gid4(b.target_gid, 1);
+	b.target_qpn = 0x12;
+	CHECK(rb_auth_mac_target(&s, ni, nt, &b, "disk0", mt) == 0);
 	hex(mt, h);
-	CHECK(strcmp(h, "78b151d6490ab7e178b1351e674de900c525208e0f273e90c4f544cf4e90287c") == 0);
-	CHECK(rb_auth_mac_initiator(&s, ni, nt, "disk0", mi) == 0);
+	CHECK(strcmp(h, "6c7a32b0e91c6da8fac0719d95f17c619bf7af4ef63c308798e800055846e947") == 0);
+	CHECK(rb_auth_mac_initiator(&s, ni, nt, &b, "disk0", mi) == 0);
 	hex(mi, h);
-	CHECK(strcmp(h, "e90568b8dc7c3760d08f997201b7e60ce8f13c6ed75fff4daf9fc0ad87d8cb7f") == 0);
+	CHECK(strcmp(h, "2e2deed58fbddf5bed146a898344ffecc917320bc214e026a41bd72b314cb0c0") == 0);
 	/* the two proofs differ, so one side's proof cannot be reflected */
 	CHECK(!rb_auth_mac_equal(mt, mi));
 	CHECK(rb_auth_mac_equal(mt, mt));
 	/* another export name, another nonce: another MAC */
-	CHECK(rb_auth_mac_target(&s, ni, nt, "disk1", mi) == 0);
+	CHECK(rb_auth_mac_target(&s, ni, nt, &b, "disk1", mi) == 0);
 	CHECK(!rb_auth_mac_equal(mt, mi));
 	nt[31] ^= 1;
-	CHECK(rb_auth_mac_target(&s, ni, nt, "disk0", mi) == 0);
+	CHECK(rb_auth_mac_target(&s, ni, nt, &b, "disk0", mi) == 0);
 	CHECK(!rb_auth_mac_equal(mt, mi));
+	/* no binding: no MAC */
+	CHECK(rb_auth_mac_target(&s, ni, nt, NULL, "disk0", mi) < 0);
+}
+
+/* A relay A between initiator I and target T holds two connections, I-A
+ * and A-T.  T computes its proofs over A-T as it sees it, I over I-A: every
+ * proof A passes on is refused, in both directions.  And one changed GID or
+ * QPN alone is enough. */
+static void
+test_binding(void)
+{
+	struct rb_secret s = { (uint8_t *)KEY32, 32 };
+	struct rb_auth_bind at, ia, tweak;
+	uint8_t ni[RB_NONCE_LEN], nt[RB_NONCE_LEN], mt[RB_MAC_LEN], mi[RB_MAC_LEN],
+		m[RB_MAC_LEN];
+	int i;
+
+	memset(ni, 0x31, sizeof(ni));
+	memset(nt, 0x42, sizeof(nt));
+	memset(&at, 0, sizeof(at));
+	memset(&ia, 0, sizeof(ia));
+	gid4(at.initiator_gid, 9);      /* T sees A (10.55.0.9, QP 0x20) */
+	at.initiator_qpn = 0x20;
+	gid4(at.target_gid, 1);
+	at.target_qpn = 0x12;
+	gid4(ia.initiator_gid, 2);      /* I sees itself and A (QP 0x21) */
+	ia.initiator_qpn = 0x11;
+	gid4(ia.target_gid, 9);
+	ia.target_qpn = 0x21;
+	/* T's CHALLENGE over A-T, relayed to I, checked over I-A */
+	CHECK(rb_auth_mac_target(&s, ni, nt, &at, "disk0", mt) == 0);
+	CHECK(rb_auth_mac_target(&s, ni, nt, &ia, "disk0", m) == 0);
+	CHECK(!rb_auth_mac_equal(mt, m));
+	/* I's AUTH over I-A (were I to answer), relayed to T */
+	CHECK(rb_auth_mac_initiator(&s, ni, nt, &ia, "disk0", mi) == 0);
+	CHECK(rb_auth_mac_initiator(&s, ni, nt, &at, "disk0", m) == 0);
+	CHECK(!rb_auth_mac_equal(mi, m));
+	/* Both ends of one connection see the same thing: the proofs match. */
+	tweak = at;
+	CHECK(rb_auth_mac_target(&s, ni, nt, &tweak, "disk0", m) == 0);
+	CHECK(rb_auth_mac_equal(mt, m));
+	/* Each field alone: any bit of either GID, either QPN. */
+	CHECK(rb_auth_mac_initiator(&s, ni, nt, &at, "disk0", mi) == 0);
+	for (i = 0; i < 4; i++) {
+		tweak = at;
+		switch (i) {
+		case 0: tweak.initiator_gid[15] ^= 1; break;
+		case 1: tweak.initiator_qpn ^= 1; break;
+		case 2: tweak.target_gid[0] ^= 0x80; break;
+		case 3: tweak.target_qpn ^= 0x800000; break;
+		}
+		CHECK(rb_auth_mac_target(&s, ni, nt, &tweak, "disk0", m) == 0);
+		CHECK(!rb_auth_mac_equal(mt, m));
+		CHECK(rb_auth_mac_initiator(&s, ni, nt, &tweak, "disk0", m) == 0);
+		CHECK(!rb_auth_mac_equal(mi, m));
+	}
+	/* Swapping the ends (a reflection of the same connection) changes it too. */
+	memcpy(tweak.initiator_gid, at.target_gid, 16);
+	tweak.initiator_qpn = at.target_qpn;
+	memcpy(tweak.target_gid, at.initiator_gid, 16);
+	tweak.target_qpn = at.initiator_qpn;
+	CHECK(rb_auth_mac_target(&s, ni, nt, &tweak, "disk0", m) == 0);
+	CHECK(!rb_auth_mac_equal(mt, m));
 }
 
 static void
@@ -144,6 +227,7 @@ int
 main(void)
 {
 	test_vectors();
+	test_binding();
 	test_nonces();
 	test_files();
 	printf("test-auth: %d checks, %d failed\n", checks, failures);
