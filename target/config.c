@@ -86,6 +86,13 @@ cfg_export_free(struct cfg_export *e)
 		close(e->fd);
 	free(e->path);
 	free(e->allow);
+	free(e->allow_key);
+	while (e->nkeys > 0) {
+		e->nkeys--;
+		free(e->keys[e->nkeys].file);
+		rb_secret_wipe(&e->keys[e->nkeys].secret);
+	}
+	free(e->keys);
 	free(e->secret_file);
 	rb_secret_wipe(&e->secret);
 	free(e);
@@ -128,6 +135,25 @@ cfg_export_allows(const struct cfg_export *e, const struct sockaddr *sa)
 		if (rb_prefix_match(&e->allow[i], sa))
 			return 1;
 	return 0;
+}
+
+const struct rb_secret *
+cfg_export_secret(const struct cfg_export *e, const struct sockaddr *sa)
+{
+	const struct rb_prefix *best = NULL;
+	size_t i, besti = 0;
+
+	for (i = 0; i < e->nallow; i++) {
+		if (!rb_prefix_match(&e->allow[i], sa))
+			continue;
+		if (best == NULL || e->allow[i].bits > best->bits) {
+			best = &e->allow[i];
+			besti = i;
+		}
+	}
+	if (best != NULL && e->allow_key[besti] != 0)
+		return &e->keys[e->allow_key[besti] - 1].secret;
+	return e->secret.key != NULL ? &e->secret : NULL;
 }
 
 /* Returns 1 when the key was already set in this section. */
@@ -270,25 +296,112 @@ target_key(struct parser *p, int line, const char *key, const char *val)
 	}
 }
 
+/* An allow line's trailing secret-file=PATH: loaded now (so -n and a reload
+ * refuse a bad file).  Returns 1 + its index in e->keys, or 0 on error. */
+static unsigned
+allow_key_load(struct parser *p, int line, struct cfg_export *e, const char *path)
+{
+	struct cfg_allow_key *n, *k;
+	char msg[512];
+
+	if (path[0] == '\0') {
+		perr(p, line, "allow: secret-file= without a path");
+		return 0;
+	}
+	n = realloc(e->keys, (e->nkeys + 1) * sizeof(*n));
+	if (n == NULL) {
+		perr(p, line, "allow: out of memory");
+		return 0;
+	}
+	e->keys = n;
+	k = &e->keys[e->nkeys];
+	memset(k, 0, sizeof(*k));
+	k->line = line;
+	k->file = strdup(path);
+	if (k->file == NULL) {
+		perr(p, line, "allow: out of memory");
+		return 0;
+	}
+	e->nkeys++;
+	if (!(p->flags & CONFIG_NO_OPEN) &&
+	    rb_secret_load(path, &k->secret, msg, sizeof(msg)) < 0) {
+		perr(p, line, "allow: %s", msg);
+		return 0;
+	}
+	return (unsigned)e->nkeys;
+}
+
+/* A prefix listed twice, on lines with different keys, would leave which key
+ * applies to the order of the lines: refuse it. */
+static int
+allow_dup(struct parser *p, int line, const struct cfg_export *e,
+	  const struct rb_prefix *pf, unsigned key, const char *tok)
+{
+	size_t i;
+
+	for (i = 0; i < e->nallow; i++) {
+		if (e->allow[i].family != pf->family || e->allow[i].bits != pf->bits ||
+		    memcmp(e->allow[i].addr, pf->addr, sizeof(pf->addr)) != 0 ||
+		    e->allow_key[i] == key)
+			continue;
+		if (e->allow_key[i] != 0)
+			perr(p, line, "allow: %s is already listed with another secret-file= "
+			     "(line %d)", tok, e->keys[e->allow_key[i] - 1].line);
+		else
+			perr(p, line, "allow: %s is already listed on an allow line without "
+			     "secret-file=", tok);
+		return 1;
+	}
+	return 0;
+}
+
+/* allow = PREFIX... [secret-file=PATH] */
 static void
 parse_allow(struct parser *p, int line, struct cfg_export *e, char *val)
 {
-	char *tok, *save = NULL;
+	char *tok, *save = NULL, *keyp;
+	unsigned key = 0;
 
+	keyp = strstr(val, "secret-file");
+	if (keyp != NULL) {
+		char *eq = keyp + strlen("secret-file");
+
+		while (*eq == ' ' || *eq == '\t')
+			eq++;
+		if (*eq != '=') {
+			perr(p, line, "allow: expected secret-file=PATH after the addresses");
+			return;
+		}
+		*keyp = '\0';
+		key = allow_key_load(p, line, e, trim(eq + 1));
+		if (key == 0)
+			return;
+		if (trim(val)[0] == '\0') {
+			perr(p, line, "allow: secret-file= without an address or prefix");
+			return;
+		}
+	}
 	for (tok = strtok_r(val, " \t,", &save); tok != NULL;
 	     tok = strtok_r(NULL, " \t,", &save)) {
 		struct rb_prefix pf, *n;
+		unsigned *nk;
 
 		if (rb_prefix_parse(tok, &pf) < 0) {
 			perr(p, line, "allow: bad address or prefix '%s'", tok);
 			continue;
 		}
+		if (allow_dup(p, line, e, &pf, key, tok))
+			continue;
 		n = realloc(e->allow, (e->nallow + 1) * sizeof(*n));
-		if (n == NULL) {
+		if (n != NULL)
+			e->allow = n;
+		nk = n != NULL ? realloc(e->allow_key, (e->nallow + 1) * sizeof(*nk)) : NULL;
+		if (nk == NULL) {
 			perr(p, line, "allow: out of memory");
 			return;
 		}
-		e->allow = n;
+		e->allow_key = nk;
+		e->allow_key[e->nallow] = key;
 		e->allow[e->nallow++] = pf;
 	}
 }

@@ -32,6 +32,14 @@ enum durability {
 	DURABILITY_FUA,       /* only FUA writes and FLUSH are */
 };
 
+/* The key of an `allow` line that ends with secret-file=PATH: the addresses
+ * on that line authenticate with it instead of the export's secret-file. */
+struct cfg_allow_key {
+	char    *file;
+	int      line;
+	struct rb_secret secret;             /* loaded key; wiped when freed */
+};
+
 struct cfg_export {
 	struct cfg_export *next;
 	int      line;                       /* of its [export NAME] header */
@@ -43,6 +51,9 @@ struct cfg_export {
 	enum durability durability;
 	struct rb_prefix *allow;             /* NULL/0: any address */
 	size_t   nallow;
+	unsigned *allow_key;                 /* per allow entry: 1 + index in keys, 0: none */
+	struct cfg_allow_key *keys;          /* the allow lines' secret-file= */
+	size_t   nkeys;
 	unsigned max_connections;            /* 0: unlimited */
 	char    *secret_file;                /* `secret-file =`, or NULL */
 	struct rb_secret secret;             /* loaded key; wiped when freed */
@@ -99,5 +110,10 @@ const struct cfg_export *config_find_export(const struct config *c,
 					    const char *name);
 /* 1 when sa may use export e. */
 int cfg_export_allows(const struct cfg_export *e, const struct sockaddr *sa);
+/* The key sa must prove for export e: that of the longest allow prefix that
+ * matches sa, if its line has a secret-file=, else the export's
+ * secret-file.  NULL when none is needed. */
+const struct rb_secret *cfg_export_secret(const struct cfg_export *e,
+					  const struct sockaddr *sa);
 
 #endif

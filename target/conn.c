@@ -635,7 +635,7 @@ conn_challenge(struct conn *c, const struct rb_secret *k, const struct rb_hello_
 }
 
 /* HELLO: refusals that need no secret first (nothing is committed for
- * them), then CHALLENGE when the export has a secret, else finish. */
+ * them), then CHALLENGE when this peer needs a secret, else finish. */
 static void
 conn_hello(struct conn *c, struct recv_buf *rb)
 {
@@ -664,7 +664,7 @@ conn_hello(struct conn *c, struct recv_buf *rb)
 		hello_refuse(c, RB_EACCES, h.export_name, "address not allowed");
 		return;
 	}
-	k = e->cfg->secret.key != NULL ? &e->cfg->secret : NULL;
+	k = cfg_export_secret(e->cfg, (struct sockaddr *)&c->peer_sa);
 	if (k == NULL) {
 		conn_hello_finish(c, rb, &h);
 		return;

@@ -1,6 +1,8 @@
 /* Unit test for target/config.c: a valid config parses with the right
  * values; each invalid variant is reported as FILE:LINE: message.
  * No RDMA needed.  Prints one line per check; exits 0 or 1. */
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -236,6 +238,76 @@ main(void)
 
 	snprintf(text, sizeof(text), TARGET "[export a]\npath = disks/a.img\nsize = 1M\n");
 	expect_error("relative path", text, 4, "not an absolute path");
+
+	/* per-initiator keys on allow lines, and listed */
+	{
+		char k1[200], k2[200], ks[200];
+		struct sockaddr_in sa = { .sin_family = AF_INET };
+		const struct rb_secret *k;
+
+		snprintf(k1, sizeof(k1), "%s/k1.key", dir);
+		snprintf(k2, sizeof(k2), "%s/k2.key", dir);
+		snprintf(ks, sizeof(ks), "%s/short.key", dir);
+		f = fopen(k1, "w");
+		fputs("export-wide key, 32 bytes or more\n", f);
+		fclose(f);
+		f = fopen(k2, "w");
+		fputs("the key of host 10.55.0.2 alone!!\n", f);
+		fclose(f);
+		f = fopen(ks, "w");
+		fputs("short\n", f);
+		fclose(f);
+		chmod(k1, 0600);
+		chmod(k2, 0600);
+		chmod(ks, 0600);
+		snprintf(text, sizeof(text), TARGET "[export a]\npath = %s\n"
+			 "allow = 10.55.0.0/24\nallow = 10.55.0.2 10.55.1.0/24 secret-file=%s\n"
+			 "secret-file = %s\n[export b]\npath = %s\n"
+			 "allow = 10.55.0.2 secret-file = %s\nallow = 10.55.0.3\n"
+			 , img2, k2, k1, img2, k2);
+		c = load(text, CONFIG_CHECK, &e);
+		check(c != NULL, "allow lines with secret-file= parse%s%s", c ? "" : ": ", e.text);
+		x = c ? config_find_export(c, "a") : NULL;
+		inet_pton(AF_INET, "10.55.0.2", &sa.sin_addr);
+		k = x ? cfg_export_secret(x, (struct sockaddr *)&sa) : NULL;
+		check(k != NULL && k->len == 33 && memcmp(k->key, "the key of host", 15) == 0,
+		      "10.55.0.2 gets its own key (longest prefix), not the export's");
+		inet_pton(AF_INET, "10.55.0.3", &sa.sin_addr);
+		k = x ? cfg_export_secret(x, (struct sockaddr *)&sa) : NULL;
+		check(k != NULL && k->len == 33 && memcmp(k->key, "export-wide", 11) == 0,
+		      "10.55.0.3 gets the export's secret-file");
+		x = c ? config_find_export(c, "b") : NULL;
+		check(x != NULL && cfg_export_secret(x, (struct sockaddr *)&sa) == NULL,
+		      "export b: 10.55.0.3 needs no key");
+		inet_pton(AF_INET, "10.55.1.9", &sa.sin_addr);
+		x = c ? config_find_export(c, "a") : NULL;
+		k = x ? cfg_export_secret(x, (struct sockaddr *)&sa) : NULL;
+		check(k != NULL && memcmp(k->key, "the key of host", 15) == 0,
+		      "every prefix of the line takes its key");
+		config_free(c);
+
+		snprintf(text, sizeof(text), TARGET "[export a]\npath = %s\n"
+			 "allow = 10.55.0.2 secret-file=%s\nallow = 10.55.0.2 secret-file=%s\n",
+			 img2, k1, k2);
+		expect_error("one prefix, two keys", text, 6,
+			     "allow: 10.55.0.2 is already listed with another secret-file= (line 5)");
+		snprintf(text, sizeof(text), TARGET "[export a]\npath = %s\n"
+			 "allow = 10.55.0.2\nallow = 10.55.0.2 secret-file=%s\n", img2, k1);
+		expect_error("one prefix, with and without a key", text, 6,
+			     "without secret-file=");
+		snprintf(text, sizeof(text), TARGET "[export a]\npath = %s\n"
+			 "allow = 10.55.0.2 secret-file=%s\n", img2, ks);
+		expect_error("short allow key", text, 5, "shorter than 32 bytes");
+		snprintf(text, sizeof(text), TARGET "[export a]\npath = %s\n"
+			 "allow = secret-file=%s\n", img2, k1);
+		expect_error("allow key without an address", text, 5, "without an address");
+		snprintf(text, sizeof(text), TARGET "[export a]\npath = %s\n"
+			 "allow = 10.55.0.2 secret-file %s\n", img2, k1);
+		expect_error("allow key without =", text, 5, "expected secret-file=PATH");
+		unlink(k1);
+		unlink(k2);
+		unlink(ks);
+	}
 
 	/* every error at once */
 	snprintf(text, sizeof(text),
