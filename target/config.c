@@ -156,6 +156,14 @@ cfg_export_secret(const struct cfg_export *e, const struct sockaddr *sa)
 	return e->secret.key != NULL ? &e->secret : NULL;
 }
 
+int
+cfg_export_listed(const struct cfg_export *e, const struct sockaddr *sa)
+{
+	if (e->listed >= 0)
+		return e->listed;
+	return cfg_export_secret(e, sa) == NULL;
+}
+
 /* Returns 1 when the key was already set in this section. */
 static int
 seen_key(struct parser *p, const char *key)
@@ -460,6 +468,11 @@ export_key(struct parser *p, int line, const char *key, char *val)
 			perr(p, line, "max-connections: bad value '%s' (0..65535)", val);
 		else
 			e->max_connections = (unsigned)v;
+	} else if (strcmp(key, "listed") == 0) {
+		if (rb_parse_bool(val, &b) < 0)
+			perr(p, line, "listed: bad boolean '%s' (yes/no/true/false/on/off)", val);
+		else
+			e->listed = b;
 	} else if (strcmp(key, "secret-file") == 0) {
 		char msg[512];
 
@@ -641,6 +654,7 @@ section(struct parser *p, int line, char *s)
 	e->fd = -1;
 	e->line = line;
 	e->durability = DURABILITY_ALWAYS;
+	e->listed = -1;
 	p->cur = e;
 	p->cur_discard = 0;
 	p->path_line = p->size_line = line;

@@ -54,6 +54,7 @@ struct cfg_export {
 	unsigned *allow_key;                 /* per allow entry: 1 + index in keys, 0: none */
 	struct cfg_allow_key *keys;          /* the allow lines' secret-file= */
 	size_t   nkeys;
+	int      listed;                     /* `listed =`; -1: unless it needs a secret */
 	unsigned max_connections;            /* 0: unlimited */
 	char    *secret_file;                /* `secret-file =`, or NULL */
 	struct rb_secret secret;             /* loaded key; wiped when freed */
@@ -115,5 +116,8 @@ int cfg_export_allows(const struct cfg_export *e, const struct sockaddr *sa);
  * secret-file.  NULL when none is needed. */
 const struct rb_secret *cfg_export_secret(const struct cfg_export *e,
 					  const struct sockaddr *sa);
+/* 1 when LIST shows e to sa: `listed = yes`, or no `listed` and no key
+ * needed from sa. */
+int cfg_export_listed(const struct cfg_export *e, const struct sockaddr *sa);
 
 #endif

@@ -735,7 +735,8 @@ conn_list(struct conn *c, struct recv_buf *rb)
 	}
 	len = rb_list_reply_init(c->ctrl_buf);
 	for (e = c->t->exports; e != NULL; e = e->next) {
-		if (e->removed || !cfg_export_allows(e->cfg, (struct sockaddr *)&c->peer_sa))
+		if (e->removed || !cfg_export_allows(e->cfg, (struct sockaddr *)&c->peer_sa) ||
+		    !cfg_export_listed(e->cfg, (struct sockaddr *)&c->peer_sa))
 			continue;
 		if (rb_list_reply_add(c->ctrl_buf, &len, e->cfg->name, e->cfg->description) < 0)
 			break;

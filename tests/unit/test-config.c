@@ -264,7 +264,8 @@ main(void)
 			 "allow = 10.55.0.0/24\nallow = 10.55.0.2 10.55.1.0/24 secret-file=%s\n"
 			 "secret-file = %s\n[export b]\npath = %s\n"
 			 "allow = 10.55.0.2 secret-file = %s\nallow = 10.55.0.3\n"
-			 , img2, k2, k1, img2, k2);
+			 "[export c]\npath = %s\nsecret-file = %s\nlisted = yes\n",
+			 img2, k2, k1, img2, k2, img2, k1);
 		c = load(text, CONFIG_CHECK, &e);
 		check(c != NULL, "allow lines with secret-file= parse%s%s", c ? "" : ": ", e.text);
 		x = c ? config_find_export(c, "a") : NULL;
@@ -272,18 +273,24 @@ main(void)
 		k = x ? cfg_export_secret(x, (struct sockaddr *)&sa) : NULL;
 		check(k != NULL && k->len == 33 && memcmp(k->key, "the key of host", 15) == 0,
 		      "10.55.0.2 gets its own key (longest prefix), not the export's");
+		check(x != NULL && !cfg_export_listed(x, (struct sockaddr *)&sa),
+		      "an export that needs a key from the peer is not listed to it");
 		inet_pton(AF_INET, "10.55.0.3", &sa.sin_addr);
 		k = x ? cfg_export_secret(x, (struct sockaddr *)&sa) : NULL;
 		check(k != NULL && k->len == 33 && memcmp(k->key, "export-wide", 11) == 0,
 		      "10.55.0.3 gets the export's secret-file");
 		x = c ? config_find_export(c, "b") : NULL;
-		check(x != NULL && cfg_export_secret(x, (struct sockaddr *)&sa) == NULL,
-		      "export b: 10.55.0.3 needs no key");
+		check(x != NULL && cfg_export_secret(x, (struct sockaddr *)&sa) == NULL &&
+		      cfg_export_listed(x, (struct sockaddr *)&sa),
+		      "export b: 10.55.0.3 needs no key and sees it listed");
 		inet_pton(AF_INET, "10.55.1.9", &sa.sin_addr);
 		x = c ? config_find_export(c, "a") : NULL;
 		k = x ? cfg_export_secret(x, (struct sockaddr *)&sa) : NULL;
 		check(k != NULL && memcmp(k->key, "the key of host", 15) == 0,
 		      "every prefix of the line takes its key");
+		x = c ? config_find_export(c, "c") : NULL;
+		check(x != NULL && cfg_export_listed(x, (struct sockaddr *)&sa),
+		      "listed = yes lists a secret-protected export");
 		config_free(c);
 
 		snprintf(text, sizeof(text), TARGET "[export a]\npath = %s\n"
@@ -304,6 +311,9 @@ main(void)
 		snprintf(text, sizeof(text), TARGET "[export a]\npath = %s\n"
 			 "allow = 10.55.0.2 secret-file %s\n", img2, k1);
 		expect_error("allow key without =", text, 5, "expected secret-file=PATH");
+		snprintf(text, sizeof(text), TARGET "[export a]\npath = %s\nlisted = maybe\n",
+			 img2);
+		expect_error("listed not a boolean", text, 5, "listed: bad boolean 'maybe'");
 		unlink(k1);
 		unlink(k2);
 		unlink(ks);
