@@ -72,6 +72,10 @@ cfg_from_opts(struct rb_client *c, const struct rb_opts *o, int need_export)
 		rb_log(RB_LOG_ERROR, "no target address given");
 		return -EINVAL;
 	}
+	if (o->source != NULL && strlen(o->source) >= sizeof(c->cfg.source)) {
+		rb_log(RB_LOG_ERROR, "source address '%s' is too long", o->source);
+		return -EINVAL;
+	}
 	if (need_export && (o->export_name == NULL ||
 			    rb_export_name_valid(o->export_name, &why) < 0)) {
 		rb_log(RB_LOG_ERROR, "export name '%s': %s",
@@ -95,6 +99,8 @@ cfg_from_opts(struct rb_client *c, const struct rb_opts *o, int need_export)
 	memset(&c->cfg, 0, sizeof(c->cfg));
 	snprintf(c->cfg.host, sizeof(c->cfg.host), "%s", o->host);
 	c->cfg.port = o->port;
+	if (o->source != NULL)
+		snprintf(c->cfg.source, sizeof(c->cfg.source), "%s", o->source);
 	if (o->export_name != NULL)
 		snprintf(c->cfg.export_name, sizeof(c->cfg.export_name), "%s",
 			 o->export_name);

@@ -93,7 +93,9 @@ resolve_step(struct rb_conn *conn, int route, uint64_t deadline_ns, char *errbuf
 	if (route)
 		r = rdma_resolve_route(conn->id, ms);
 	else
-		r = rdma_resolve_addr(conn->id, NULL, (struct sockaddr *)&conn->dst, ms);
+		r = rdma_resolve_addr(conn->id, conn->src.ss_family != 0 ?
+				      (struct sockaddr *)&conn->src : NULL,
+				      (struct sockaddr *)&conn->dst, ms);
 	if (r != 0)
 		return resolve_error(conn, what, -errno, errbuf);
 	/* The CM reports its own timeout as an error event; allow a margin. */

@@ -222,6 +222,7 @@ rb_conn_create(const struct rb_conn_cfg *cfg, int list_only, uint64_t deadline_n
 {
 	struct rb_conn *conn;
 	pthread_condattr_t ca;
+	socklen_t len;
 	int r;
 
 	conn = calloc(1, sizeof(*conn));
@@ -252,6 +253,13 @@ rb_conn_create(const struct rb_conn_cfg *cfg, int list_only, uint64_t deadline_n
 	}
 	if (rb_sockaddr_parse(cfg->host, cfg->port, &conn->dst, &conn->dst_len) < 0) {
 		rb_seterr(errbuf, "%s: not a numeric IPv4 or IPv6 address", cfg->host);
+		r = -EINVAL;
+		goto out_destroy;
+	}
+	if (cfg->source[0] != '\0' &&
+	    rb_sockaddr_parse(cfg->source, 0, &conn->src, &len) < 0) {
+		rb_seterr(errbuf, "source address %s: not a numeric IPv4 or IPv6 address",
+			  cfg->source);
 		r = -EINVAL;
 		goto out_destroy;
 	}

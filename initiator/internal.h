@@ -109,6 +109,7 @@ static inline uint64_t rb_tag(uint32_t index, uint64_t gen)
 struct rb_conn_cfg {
 	char      host[64];
 	uint16_t  port;
+	char      source[64];      /* local address to connect from; "": any */
 	char      export_name[RB_EXPORT_NAME_MAX + 1];
 	unsigned  queue_depth;
 	uint32_t  max_io;
@@ -131,6 +132,7 @@ struct rb_conn {
 	struct rb_conn_cfg          cfg;
 	struct sockaddr_storage     dst;
 	socklen_t                   dst_len;
+	struct sockaddr_storage     src;        /* family 0: the kernel picks */
 
 	struct rdma_event_channel  *cm_ch;
 	struct rdma_cm_id          *id;

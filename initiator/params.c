@@ -121,6 +121,15 @@ rb_opts_set(struct rb_opts *o, const char *key, const char *value,
 	}
 	if (strcmp(key, "secret-file") == 0)
 		return set_secret_file(o, value, err, errlen);
+	if (strcmp(key, "source-address") == 0) {
+		struct sockaddr_storage ss;
+		socklen_t len;
+
+		if (strlen(value) >= 64 || rb_sockaddr_parse(value, 0, &ss, &len) < 0)
+			return bad(err, errlen, "invalid source-address '%s': not a numeric "
+				   "IPv4 or IPv6 address", value);
+		return set_string(&o->source_, &o->source, value, err, errlen);
+	}
 	if (strcmp(key, "mr") == 0) {
 		if (strcmp(value, "window") == 0)
 			o->mr = RB_MR_WINDOW;
@@ -162,5 +171,6 @@ rb_opts_free(struct rb_opts *o)
 	free(o->host_);
 	free(o->export_);
 	free(o->secret_);
+	free(o->source_);
 	rb_opts_init(o);
 }

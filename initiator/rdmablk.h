@@ -45,6 +45,9 @@ struct rb_opts {
 	const char *secret_file;   /* shared secret for an export that has one;
 				    * must not be readable by group/others */
 	int         mr;            /* RB_MR_WINDOW (default, rb_opts_init) or RB_MR_STATIC */
+	const char *source;        /* numeric local address to connect from, or NULL
+				    * (the kernel picks): the target may pick the
+				    * key by the initiator's address */
 
 	/* Private to rb_opts_set/rb_opts_resolve/rb_opts_free (params.c):
 	 * the copies host, export_name and secret_file point to. */
@@ -52,6 +55,7 @@ struct rb_opts {
 	char       *host_;
 	char       *export_;
 	char       *secret_;
+	char       *source_;
 };
 
 /* How the initiator exposes its data buffers to the target (see
@@ -68,7 +72,7 @@ void rb_opts_init(struct rb_opts *o);
 /* The initiator parameters shared by every front end (the nbdkit plugin,
  * rdmablk-ublk): apply one key=value to o (copying strings; release them
  * with rb_opts_free).  Keys: hostname port export queue-depth timeout retry
- * keepalive busy-poll secret-file mr.  0; -ENOENT for an unknown key (the
+ * keepalive busy-poll secret-file mr source-address.  0; -ENOENT for an unknown key (the
  * caller may own it); -EINVAL for a bad value.  On error, err (errlen
  * bytes) says what was wrong, naming the key. */
 int  rb_opts_set(struct rb_opts *o, const char *key, const char *value,

@@ -2,7 +2,7 @@
  *
  *   nbdkit rdma hostname=10.55.0.1 export=disk0 [port=10810] [queue-depth=N]
  *               [timeout=SECS] [retry=N] [keepalive=SECS] [busy-poll=BOOL]
- *               [secret-file=FILE] [mr=window|static]
+ *               [secret-file=FILE] [mr=window|static] [source-address=ADDR]
  *
  * Each NBD client connection (.open) gets its own RDMA connection (one QP);
  * nbdkit's worker threads for that connection share it, each reaping its
@@ -151,7 +151,9 @@ rdmaplug_config_complete(void)
 	"secret-file=<FILE>   Shared secret for an export that has one (mode 0600);\n" \
 	"                     the target must then prove it knows it too.\n" \
 	"mr=window|static     Expose each request's buffer through a memory window bound\n" \
-	"                     for that request only (the default), or the whole pool MR."
+	"                     for that request only (the default), or the whole pool MR.\n" \
+	"source-address=<ADDR> Connect from this local address (numeric); the target\n" \
+	"                     may choose the key by it (allow = ... secret-file=)."
 
 static void
 rdmaplug_dump_plugin(void)

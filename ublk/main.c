@@ -71,7 +71,8 @@ usage(FILE *f)
 		"       rdmablk-ublk del /dev/ublkbN\n"
 		"       rdmablk-ublk list\n"
 		"keys: hostname export port queue-depth timeout retry keepalive busy-poll\n"
-		"      secret-file mr (as the nbdkit plugin), queues=N (1..%u, default 1)\n",
+		"      secret-file mr source-address (as the nbdkit plugin),\n"
+		"      queues=N (1..%u, default 1)\n",
 		UB_MAX_QUEUES);
 }
 

@@ -1,4 +1,4 @@
-/* The connection options shared by the test tools: -H -p -e -q -t -k.
+/* The connection options shared by the test tools: -H -p -e -q -t -k -B.
  * conn_opt() applies one getopt result to *o: 1 when it took it, 0 when the
  * option is not one of these, -1 when its value is out of range. */
 #ifndef RDMABLK_CONN_OPTS_H
@@ -17,6 +17,7 @@ conn_opt(int opt, const char *arg, struct rb_opts *o)
 	switch (opt) {
 	case 'H': o->host = arg; return 1;
 	case 'e': o->export_name = arg; return 1;
+	case 'B': o->source = arg; return 1;
 	case 'p':
 		if (rb_parse_uint(arg, 1, 65535, &v) < 0)
 			return -1;

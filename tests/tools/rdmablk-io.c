@@ -54,7 +54,7 @@ usage(void)
 	fprintf(stderr,
 		"usage: rdmablk-io -H HOST [-p PORT] -e EXPORT [-q QD] [-t TIMEOUT_S]\n"
 		"                  [-k KEEPALIVE_S] [-S SECRET_FILE] [-M window|static]\n"
-		"                  [-b] [-s] [-v] CMD ...\n"
+		"                  [-B SOURCE_ADDR] [-b] [-s] [-v] CMD ...\n"
 		"  info | write OFF LEN SEED [--fua] | read OFF LEN SEED | dump OFF LEN\n"
 		"  flush | trim OFF LEN | zero OFF LEN | stress SECONDS THREADS [MAXLEN]\n"
 		"  list | pattern OFF LEN SEED\n");
@@ -432,7 +432,7 @@ main(int argc, char **argv)
 
 	rb_opts_init(&o);
 	rb_set_log(log_fn);
-	while ((opt = getopt(argc, argv, "+H:p:e:q:t:k:S:M:bsvh")) != -1) {
+	while ((opt = getopt(argc, argv, "+H:p:e:q:t:k:S:M:B:bsvh")) != -1) {
 		cmd = "options";
 		r = conn_opt(opt, optarg, &o);
 		if (r < 0)

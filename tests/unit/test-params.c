@@ -42,6 +42,8 @@ main(void)
 	CHECK(set(&o, "keepalive", "0") == 0 && o.keepalive_s == 0);
 	CHECK(set(&o, "busy-poll", "on") == 0 && o.busy_poll == 1);
 	CHECK(set(&o, "mr", "static") == 0 && o.mr == RB_MR_STATIC);
+	CHECK(set(&o, "source-address", "10.55.0.2") == 0 && strcmp(o.source, "10.55.0.2") == 0);
+	CHECK(set(&o, "source-address", "fd00::2") == 0 && strcmp(o.source, "fd00::2") == 0);
 	CHECK(set(&o, "secret-file", "/etc/key") == 0 && strcmp(o.secret_file, "/etc/key") == 0);
 	CHECK(set(&o, "secret-file", "rel/key") == 0 && o.secret_file[0] == '/' &&
 	      strstr(o.secret_file, "/rel/key") != NULL);
@@ -52,6 +54,8 @@ main(void)
 	CHECK(set(&o, "export", "-x") == -EINVAL && strstr(err, "invalid export '-x'"));
 	CHECK(set(&o, "busy-poll", "maybe") == -EINVAL && strstr(err, "busy-poll"));
 	CHECK(set(&o, "mr", "sometimes") == -EINVAL && strstr(err, "mr: 'sometimes'"));
+	CHECK(set(&o, "source-address", "host.example") == -EINVAL &&
+	      strstr(err, "invalid source-address 'host.example'"));
 	CHECK(set(&o, "hostname", "") == -EINVAL && strstr(err, "hostname"));
 	CHECK(set(&o, "colour", "blue") == -ENOENT && strstr(err, "unknown parameter 'colour'"));
 	/* A failed set leaves the earlier value. */
