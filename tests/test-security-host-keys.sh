@@ -2,9 +2,10 @@
 # Per-initiator secrets (`allow = ADDRESS secret-file=PATH`, rdmablk.conf(5)): two initiator
 # addresses on one export, each with a key of its own. Each host's own key works (data written
 # and read back verified); the other host's key is refused, and so is the export-wide
-# secret-file for a host that has its own. The guest's netdev gets a second address, 10.55.0.2;
-# the target listens on the wildcard address, and a client that connects to 10.55.0.2 comes
-# from it (the target's log line names the peer, and the test checks it).
+# secret-file for a host that has its own. The guest's netdev gets a second address, 10.55.0.2,
+# and each client names its source address (rdmablk-io -B, the library's source-address=): left
+# to the kernel, a connection to 10.55.0.2 came from 10.55.0.1. The target's log names the peer,
+# and the test checks it.
 # shellcheck source=tests/lib.sh
 . "$(dirname "$0")/lib.sh"
 
@@ -31,7 +32,7 @@ chmod 600 "$T/h1.key" "$T/h2.key" "$T/shared.key"
 
 cat >"$T/target.conf" <<CONF
 [target]
-listen = 0.0.0.0
+listen = $A1
 
 [export disk]
 path = $T/disk.img
@@ -44,7 +45,7 @@ CONF
 step check "$BUILD/rdmablk-target" -n -c "$T/target.conf" || fail "rdmablk-target -n refused the config"
 start_target "$T/target.conf"
 
-io() { timeout 120 "$BUILD/tests/rdmablk-io" -t 30 -e disk "$@"; }
+io() { timeout 120 "$BUILD/tests/rdmablk-io" -H "$A1" -t 30 -e disk "$@"; }
 # refused NAME CMD...: CMD must fail with EACCES, the target having failed to prove the key.
 refused() {
     local name=$1
@@ -55,26 +56,26 @@ refused() {
     grep -q 'Permission denied (EACCES)' "$LOGS/$name.log" || fail "$name: not EACCES"
 }
 
-step h1-write io -H "$A1" -S "$T/h1.key" write 0 1M 21 || fail "host 1 with its key: write failed"
-step h1-read io -H "$A1" -S "$T/h1.key" read 0 1M 21 || fail "host 1 with its key: read failed"
+step h1-write io -B "$A1" -S "$T/h1.key" write 0 1M 21 || fail "host 1 with its key: write failed"
+step h1-read io -B "$A1" -S "$T/h1.key" read 0 1M 21 || fail "host 1 with its key: read failed"
 grep -q "$A1:[0-9]*: export disk: initiator authenticated" "$LOGS/target.log" ||
     fail "target did not log host 1 ($A1) as authenticated"
 ok "host 1 ($A1) with its own key: 1 MiB written and read back verified"
 
-step h2-write io -H "$A2" -S "$T/h2.key" write 1M 1M 22 || fail "host 2 with its key: write failed"
-step h2-read io -H "$A2" -S "$T/h2.key" read 1M 1M 22 || fail "host 2 with its key: read failed"
+step h2-write io -B "$A2" -S "$T/h2.key" write 1M 1M 22 || fail "host 2 with its key: write failed"
+step h2-read io -B "$A2" -S "$T/h2.key" read 1M 1M 22 || fail "host 2 with its key: read failed"
 grep -q "$A2:[0-9]*: export disk: initiator authenticated" "$LOGS/target.log" ||
-    fail "target did not log host 2 ($A2) as authenticated: did the client come from $A2?"
+    fail "target did not log host 2 ($A2) as authenticated: the client did not come from $A2"
 ok "host 2 ($A2) with its own key: 1 MiB written and read back verified"
 
-refused h2-with-h1-key io -H "$A2" -S "$T/h1.key" info
-refused h1-with-h2-key io -H "$A1" -S "$T/h2.key" info
+refused h2-with-h1-key io -B "$A2" -S "$T/h1.key" info
+refused h1-with-h2-key io -B "$A1" -S "$T/h2.key" info
 ok "another host's key is refused (EACCES), in both directions"
-refused h1-with-shared io -H "$A1" -S "$T/shared.key" info
+refused h1-with-shared io -B "$A1" -S "$T/shared.key" info
 ok "the export-wide secret-file is refused for a host that has its own key"
 wait_for 30 test "$(grep -c 'export disk: authentication failed: no response' \
     "$LOGS/target.log")" -ge 3 || fail "target did not log the three failed authentications"
-step h1-again io -H "$A1" -S "$T/h1.key" read 0 1M 21 || fail "host 1 broken afterwards"
+step h1-again io -B "$A1" -S "$T/h1.key" read 0 1M 21 || fail "host 1 broken afterwards"
 
 stop_target
 ok "target exits cleanly"
