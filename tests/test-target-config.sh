@@ -48,6 +48,8 @@ path = $T/missing/disk0.img
 read-only = perhaps
 durability = sometimes
 allow = 10.55.0.0/40
+listed = perhaps
+allow = 10.55.0.9 secret-file=$T/missing.key
 
 [export disk0]
 path = $T/ro.img
@@ -58,12 +60,15 @@ EOF
 rc=0
 step bad "$BUILD/rdmablk-target" -n -c "$T/bad.conf" || rc=$?
 [ "$rc" = 1 ] || fail "bad config: exit $rc, expected 1"
-for line in 2 3 4 5 6 9 10 11 12 14 17 18; do
+for line in 2 3 4 5 6 9 10 11 12 13 14 16 19 20; do
     grep -q "^$T/bad.conf:$line: " "$LOGS/bad.log" || fail "no error reported for line $line"
 done
 grep -q "path: $T/missing/disk0.img: No such file or directory" "$LOGS/bad.log" ||
     fail "missing backing file not reported as 'path: FILE: No such file or directory'"
 grep -q "duplicate export 'disk0'" "$LOGS/bad.log" || fail "duplicate export not reported"
+grep -q "listed: bad boolean 'perhaps'" "$LOGS/bad.log" || fail "bad listed = not reported"
+grep -q "allow: secret-file $T/missing.key: No such file or directory" "$LOGS/bad.log" ||
+    fail "an allow line's missing secret-file= not reported"
 grep -q "missing path" "$LOGS/bad.log" || fail "missing path not reported"
 if grep -q 'configuration OK' "$LOGS/bad.log"; then fail "bad config claims to be OK"; fi
 ok "bad config: every error reported as FILE:LINE, exit 1"
