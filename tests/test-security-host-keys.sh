@@ -21,9 +21,13 @@ A2=10.55.0.2
 if ip -o addr show dev "$NETDEV" | grep -qw "$A2"; then fail "$A2 is already on $NETDEV"; fi
 ip addr add "$A2/24" dev "$NETDEV" || fail "cannot add $A2 to $NETDEV"
 on_exit ip addr del "$A2/24" dev "$NETDEV"
-# rxe adds a GID for the new address (::ffff:10.55.0.2) asynchronously.
-gid_present() { cat /sys/class/infiniband/*/ports/1/gids/* 2>/dev/null | grep -q 'ffff:0a37:0002$'; }
-wait_for 30 gid_present || fail "no RDMA GID for $A2"
+# rxe adds a GID for the new address (::ffff:10.55.0.2) asynchronously (a work item).
+gids() { grep -H . /sys/class/infiniband/*/ports/1/gids/* 2>/dev/null | grep -v ':0000:0000$'; }
+gid_present() { gids | grep -q 'ffff:0a37:0002$'; }
+if ! wait_for 90 gid_present; then
+    { ip -o addr show; gids; } >"$LOGS/gids.log" 2>&1
+    fail "no RDMA GID for $A2 after 90 s (gids.log)"
+fi
 
 head -c 48 /dev/urandom | base64 >"$T/h1.key"
 head -c 48 /dev/urandom | base64 >"$T/h2.key"
