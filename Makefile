@@ -129,17 +129,24 @@ bench: all
 	scripts/bench $(if $(QUICK),--quick)
 
 SYSTEMDDIR ?= $(shell pkg-config systemd --variable=systemdsystemunitdir 2>/dev/null || echo /lib/systemd/system)
+SYSUSERSDIR ?= $(shell pkg-config systemd --variable=sysusersdir 2>/dev/null || echo /usr/lib/sysusers.d)
 MANDIR ?= $(PREFIX)/share/man
 
 install: $(TARGET_BIN) $(PLUGIN) $(UBLK_BIN)
 	install -d $(DESTDIR)$(PREFIX)/sbin $(DESTDIR)$(NBDKIT_PLUGINDIR) $(DESTDIR)$(SYSCONFDIR)/rdmablk \
-		$(DESTDIR)$(SYSTEMDDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(MANDIR)/man8
+		$(DESTDIR)$(SYSTEMDDIR) $(DESTDIR)$(SYSUSERSDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(MANDIR)/man8
 	install -m 0755 $(TARGET_BIN) $(DESTDIR)$(PREFIX)/sbin/rdmablk-target
 	install -m 0755 $(PLUGIN) $(DESTDIR)$(NBDKIT_PLUGINDIR)/nbdkit-rdma-plugin.so
 	install -m 0755 $(UBLK_BIN) $(DESTDIR)$(PREFIX)/sbin/rdmablk-ublk
 	install -m 0644 target/rdmablk.conf.example $(DESTDIR)$(SYSCONFDIR)/rdmablk/rdmablk.conf.example
 	sed 's|@SBINDIR@|$(PREFIX)/sbin|g' target/rdmablk-target.service >$(DESTDIR)$(SYSTEMDDIR)/rdmablk-target.service
 	chmod 0644 $(DESTDIR)$(SYSTEMDDIR)/rdmablk-target.service
+	install -m 0644 target/rdmablk.sysusers $(DESTDIR)$(SYSUSERSDIR)/rdmablk.conf
+	@# The unit runs as rdmablk: make the user now, unless staging into a DESTDIR
+	@# (a package's postinst runs systemd-sysusers there).
+	if [ -z "$(DESTDIR)" ] && command -v systemd-sysusers >/dev/null; then \
+		systemd-sysusers $(SYSUSERSDIR)/rdmablk.conf; \
+	fi
 	for m in docs/man/*.[158]; do \
 		[ -e "$$m" ] || continue; \
 		s=$${m##*.}; install -m 0644 $$m $(DESTDIR)$(MANDIR)/man$$s/; \

@@ -318,6 +318,20 @@ resources_are() {
     [ "$now" = "$1" ]
 }
 
+# ---------------------------------------------------------------- make install
+
+# mk_install [MAKE-ARGS]: make install PREFIX=/usr/local of what $BUILD holds: -o keeps make
+# from remaking the two products even if a source looks newer (it could not write to the
+# checkout anyway, in the guest).
+mk_install() {
+    make -C "$TOP" --no-print-directory BUILD="$BUILD" \
+        -o "$BUILD/rdmablk-target" -o "$BUILD/nbdkit-rdma-plugin.so" \
+        install PREFIX=/usr/local "$@"
+}
+# Where make install puts the unit and its sysusers.d file (the Makefile asks the same).
+unitdir=$(pkg-config systemd --variable=systemdsystemunitdir 2>/dev/null || echo /lib/systemd/system)
+sysusersdir=$(pkg-config systemd --variable=sysusersdir 2>/dev/null || echo /usr/lib/sysusers.d)
+
 # ---------------------------------------------------------------- sanitizers
 
 # Under `make check SANITIZE=1` the plugin is built with ASan, and nbdkit (not built with it)

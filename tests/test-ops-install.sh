@@ -1,6 +1,7 @@
 #!/bin/bash
 # make install: into a DESTDIR it lays out the binary, the nbdkit plugin under nbdkit's
-# plugindir, the systemd unit, the example config under etc/rdmablk and three man pages;
+# plugindir, the systemd unit and its sysusers.d file, the example config under etc/rdmablk
+# and the man pages;
 # installed for real (the guest's root is a throw-away overlay), the unit passes
 # `systemd-analyze verify`; every man page renders without warnings.
 # Nothing is rebuilt: the checkout is read-only in the guest, so build on the host first.
@@ -10,16 +11,7 @@
 requires make install pkg-config man groff systemd-analyze
 requires_file "$BUILD/rdmablk-target" "$BUILD/nbdkit-rdma-plugin.so"
 
-# Install what $BUILD holds: -o keeps make from remaking the two products even if a
-# source looks newer (it could not write to the checkout anyway).
-mk_install() {
-    make -C "$TOP" --no-print-directory BUILD="$BUILD" \
-        -o "$BUILD/rdmablk-target" -o "$BUILD/nbdkit-rdma-plugin.so" \
-        install PREFIX=/usr/local "$@"
-}
-
 plugindir=$(pkg-config nbdkit --variable=plugindir 2>/dev/null || echo /usr/local/lib/nbdkit/plugins)
-unitdir=$(pkg-config systemd --variable=systemdsystemunitdir 2>/dev/null || echo /lib/systemd/system)
 
 # ---- into a DESTDIR
 root=$T/root
@@ -32,6 +24,7 @@ expected=(
     "usr/local/share/man/man8/rdmablk-ublk.8 644"
     "${plugindir#/}/nbdkit-rdma-plugin.so 755"
     "${unitdir#/}/rdmablk-target.service 644"
+    "${sysusersdir#/}/rdmablk.conf 644"
     "etc/rdmablk/rdmablk.conf.example 644"
     "usr/local/share/man/man8/rdmablk-target.8 644"
     "usr/local/share/man/man5/rdmablk.conf.5 644"
@@ -72,7 +65,7 @@ ok "man -l and groff -ww render rdmablk-target.8, rdmablk.conf.5, nbdkit-rdma-pl
 installed=(
     /usr/local/sbin/rdmablk-target /usr/local/sbin/rdmablk-ublk /usr/local/share/man/man8/rdmablk-ublk.8
     "$plugindir/nbdkit-rdma-plugin.so"
-    "$unitdir/rdmablk-target.service" /etc/rdmablk/rdmablk.conf.example
+    "$unitdir/rdmablk-target.service" "$sysusersdir/rdmablk.conf" /etc/rdmablk/rdmablk.conf.example
     /usr/local/share/man/man8/rdmablk-target.8 /usr/local/share/man/man5/rdmablk.conf.5
     /usr/local/share/man/man1/nbdkit-rdma-plugin.1
 )
@@ -84,6 +77,8 @@ if [ "${RDMABLK_IN_GUEST:-0}" != 1 ]; then
     exit 0
 fi
 on_exit rm -f "${installed[@]}"
+# make install makes the unit's user (systemd-sysusers): remove it again if it was not there.
+getent passwd rdmablk >/dev/null || on_exit userdel rdmablk
 on_exit rmdir /etc/rdmablk
 step install-real mk_install || fail "make install PREFIX=/usr/local failed"
 for f in "${installed[@]}"; do
