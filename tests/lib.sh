@@ -228,12 +228,14 @@ _wait_started() {
 # start_target CONF [ARGS...]: start rdmablk-target in the foreground (as a tracked background
 # job) and wait until it listens (it writes the pidfile only then). Sets TARGET_PID.
 # Several targets: set TARGET_NAME (default "target"), which names $T/NAME.pid and NAME.log.
+# TARGET_WRAP (words, e.g. "$UNIT_SETPRIV") goes before the command; it must exec the target.
 start_target() {
     local conf=$1 name=${TARGET_NAME:-target}
     shift
     [ -x "$BUILD/rdmablk-target" ] || fail "$BUILD/rdmablk-target not built (run make)"
     rm -f "$T/$name.pid"
-    "$BUILD/rdmablk-target" -c "$conf" -f -p "$T/$name.pid" "$@" >"$LOGS/$name.log" 2>&1 &
+    # shellcheck disable=SC2086  # TARGET_WRAP is a list of words
+    ${TARGET_WRAP:-} "$BUILD/rdmablk-target" -c "$conf" -f -p "$T/$name.pid" "$@" >"$LOGS/$name.log" 2>&1 &
     TARGET_PID=$!
     track_pid "$TARGET_PID"
     _wait_started "$name" "$TARGET_PID" "$T/$name.pid"
@@ -318,7 +320,7 @@ resources_are() {
     [ "$now" = "$1" ]
 }
 
-# ---------------------------------------------------------------- make install
+# ---------------------------------------------------------------- make install and the unit
 
 # mk_install [MAKE-ARGS]: make install PREFIX=/usr/local of what $BUILD holds: -o keeps make
 # from remaking the two products even if a source looks newer (it could not write to the
@@ -331,6 +333,59 @@ mk_install() {
 # Where make install puts the unit and its sysusers.d file (the Makefile asks the same).
 unitdir=$(pkg-config systemd --variable=systemdsystemunitdir 2>/dev/null || echo /lib/systemd/system)
 sysusersdir=$(pkg-config systemd --variable=sysusersdir 2>/dev/null || echo /usr/lib/sysusers.d)
+
+# unit_key KEY: the values of KEY= in target/rdmablk-target.service, one line each.
+unit_key() {
+    sed -n "s/^$1=//p" "$TOP/target/rdmablk-target.service"
+}
+
+# unit_caps KEY: the capabilities a unit key names, as setpriv(1) wants them (+ipc_lock,...).
+unit_caps() {
+    unit_key "$1" | tr 'A-Z ' 'a-z\n' | sed -n 's/^cap_/+/p' | paste -sd,
+}
+
+# unit_user: run the target as target/rdmablk-target.service runs it. Makes the unit's User=
+# from target/rdmablk.sysusers, as make install does (removed at exit if this made it), gives
+# it $T (for the target's pidfile, admin socket and exports), and sets UNIT_USER to its name
+# and UNIT_SETPRIV to a setpriv(1) command (for TARGET_WRAP) that gives what follows it the
+# unit's User=, Group=, AmbientCapabilities=, CapabilityBoundingSet= and NoNewPrivileges=.
+# The rest of the unit's sandbox needs systemd as PID 1, which the guest has not.
+unit_user() {
+    local group amb bnd
+    UNIT_USER=$(unit_key User)
+    group=$(unit_key Group)
+    amb=$(unit_caps AmbientCapabilities)
+    bnd=$(unit_caps CapabilityBoundingSet)
+    [ -n "$UNIT_USER" ] || fail "target/rdmablk-target.service has no User="
+    UNIT_SETPRIV="setpriv --reuid=$UNIT_USER --regid=${group:-$UNIT_USER} --init-groups"
+    [ -z "$amb" ] || UNIT_SETPRIV+=" --inh-caps=-all,$amb --ambient-caps=-all,$amb"
+    UNIT_SETPRIV+=" --bounding-set=-all${bnd:+,$bnd}"
+    [ "$(unit_key NoNewPrivileges)" != yes ] || UNIT_SETPRIV+=" --no-new-privs"
+    if ! getent passwd "$UNIT_USER" >/dev/null; then
+        step sysusers systemd-sysusers "$TOP/target/rdmablk.sysusers" ||
+            fail "systemd-sysusers target/rdmablk.sysusers failed"
+        getent passwd "$UNIT_USER" >/dev/null ||
+            fail "target/rdmablk.sysusers did not make $UNIT_USER"
+        on_exit userdel "$UNIT_USER"
+    fi
+    chown "$UNIT_USER:" "$T"
+}
+
+# unit_conf CONF NAME=PATH...: write CONF (mode 0644, in one rename) for a target that runs as
+# the unit's user: it listens on $RDMABLK_ADDR, has its admin socket in $T (the test makes $T
+# the user's), and serves each PATH as export NAME, 64 MiB, created by the target.
+unit_conf() {
+    local conf=$1 e
+    shift
+    {
+        printf '[target]\nlisten = %s\nadmin-socket = %s/admin.sock\n' "$RDMABLK_ADDR" "$T"
+        for e in "$@"; do
+            printf '[export %s]\npath = %s\nsize = 64M\n' "${e%%=*}" "${e#*=}"
+        done
+    } >"$conf.new"
+    chmod 0644 "$conf.new"
+    mv "$conf.new" "$conf"
+}
 
 # ---------------------------------------------------------------- sanitizers
 
