@@ -33,7 +33,7 @@ CPPFLAGS += -D_GNU_SOURCE -Icommon -Iinitiator
 ALL_CFLAGS = -std=gnu11 -fPIC $(CFLAGS) $(WARN) $(SANFLAGS) -MMD -MP
 LDFLAGS += $(SANFLAGS)
 VERBS_LIBS := -lrdmacm -libverbs -lpthread
-TARGET_LIBS := $(VERBS_LIBS) -lcrypto -luring
+TARGET_LIBS := $(VERBS_LIBS) -lcrypto -luring -lrbd -lrados
 INIT_LIBS := $(VERBS_LIBS) -lcrypto
 
 NBDKIT_PLUGINDIR := $(shell pkg-config nbdkit --variable=plugindir 2>/dev/null || echo $(PREFIX)/lib/nbdkit/plugins)

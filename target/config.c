@@ -95,6 +95,10 @@ cfg_export_free(struct cfg_export *e)
 	free(e->keys);
 	free(e->secret_file);
 	rb_secret_wipe(&e->secret);
+	rbd_backing_destroy(e->rbd);
+	free(e->ceph_conf);
+	free(e->ceph_id);
+	free(e->ceph_keyring);
 	free(e);
 }
 
@@ -414,6 +418,52 @@ parse_allow(struct parser *p, int line, struct cfg_export *e, char *val)
 	}
 }
 
+/* ceph-conf, ceph-id, ceph-keyring: where an RBD export's client finds its
+ * cluster and who it is (rbd.h). */
+static void
+ceph_key(struct parser *p, int line, const char *key, const char *val)
+{
+	struct cfg_export *e = p->cur;
+	char **slot;
+	size_t i;
+
+	if (strcmp(key, "ceph-conf") == 0) {
+		slot = &e->ceph_conf;
+		e->ceph_conf_line = line;
+	} else if (strcmp(key, "ceph-keyring") == 0) {
+		slot = &e->ceph_keyring;
+	} else if (strcmp(key, "ceph-id") == 0) {
+		slot = &e->ceph_id;
+		if (strncmp(val, "client.", 7) == 0) {
+			perr(p, line, "ceph-id: '%s': give the client name without 'client.' "
+			     "(ceph-id = %s)", val, val + 7);
+			return;
+		}
+		for (i = 0; val[i] != '\0'; i++)
+			if (!isalnum((unsigned char)val[i]) && strchr("_.-", val[i]) == NULL)
+				break;
+		if (val[i] != '\0' || i > 64) {
+			perr(p, line, "ceph-id: bad client name '%s' (letters, digits, '_', '.', "
+			     "'-'; at most 64)", val);
+			return;
+		}
+	} else {
+		perr(p, line, "unknown key '%s' in [export %s] (ceph-conf, ceph-id or "
+		     "ceph-keyring)", key, e->name);
+		return;
+	}
+	if (slot != &e->ceph_id && val[0] != '/') {
+		perr(p, line, "%s: '%s' is not an absolute path", key, val);
+		return;
+	}
+	if (e->ceph_line == 0)
+		e->ceph_line = line;
+	free(*slot);
+	*slot = strdup(val);
+	if (*slot == NULL)
+		perr(p, line, "%s: out of memory", key);
+}
+
 static void
 export_key(struct parser *p, int line, const char *key, char *val)
 {
@@ -426,10 +476,22 @@ export_key(struct parser *p, int line, const char *key, char *val)
 			perr(p, line, "path: empty");
 			return;
 		}
-		/* Relative to what?  The daemon's cwd is / after daemon(), the
-		 * shell's with -f, and a reload would reopen another file. */
-		if (val[0] != '/') {
-			perr(p, line, "path: '%s' is not an absolute path", val);
+		if (rbd_is_spec(val)) {
+			char pool[128], image[256];
+			const char *why = "";
+
+			if (rbd_spec_parse(val, pool, sizeof(pool), image, sizeof(image),
+					   &why) < 0) {
+				perr(p, line, "path: '%s': %s", val, why);
+				return;
+			}
+			e->is_rbd = 1;
+		} else if (val[0] != '/') {
+			/* Relative to what?  The daemon's cwd is / after daemon(),
+			 * the shell's with -f, and a reload would reopen another
+			 * file. */
+			perr(p, line, "path: '%s' is not an absolute path (or rbd:POOL/IMAGE)",
+			     val);
 			return;
 		}
 		free(e->path);
@@ -488,9 +550,75 @@ export_key(struct parser *p, int line, const char *key, char *val)
 		if (!(p->flags & CONFIG_NO_OPEN) &&
 		    rb_secret_load(val, &e->secret, msg, sizeof(msg)) < 0)
 			perr(p, line, "%s", msg);
+	} else if (strncmp(key, "ceph-", 5) == 0) {
+		ceph_key(p, line, key, val);
 	} else {
 		perr(p, line, "unknown key '%s' in [export %s]", key, e->name);
 	}
+}
+
+/* An RBD export's ceph-conf and ceph-keyring must be files this process
+ * can read; a keyring must not be readable by everyone. */
+static int
+rbd_files_ok(struct parser *p, struct cfg_export *e, const char *conf)
+{
+	struct stat st;
+	int line = e->ceph_conf_line != 0 ? e->ceph_conf_line : p->path_line;
+
+	if (access(conf, R_OK) < 0) {
+		perr(p, line, "ceph-conf: %s%s: %s", conf,
+		     e->ceph_conf == NULL ? " (the default)" : "", strerror(errno));
+		return -1;
+	}
+	if (e->ceph_keyring == NULL)
+		return 0;
+	if (stat(e->ceph_keyring, &st) < 0 || access(e->ceph_keyring, R_OK) < 0) {
+		perr(p, e->ceph_line, "ceph-keyring: %s: %s", e->ceph_keyring, strerror(errno));
+		return -1;
+	}
+	if (st.st_mode & S_IROTH) {
+		perr(p, e->ceph_line, "ceph-keyring: %s is readable by everyone (mode %04o): "
+		     "chmod o-rwx it", e->ceph_keyring, (unsigned)(st.st_mode & 07777));
+		return -1;
+	}
+	return 0;
+}
+
+/* Connect to the cluster and open the image, to prove it usable (also with
+ * -n: a wrong pool, image or monitor is an error there, in bounded time). */
+static void
+rbd_export_open(struct parser *p, struct cfg_export *e)
+{
+	const char *conf = e->ceph_conf != NULL ? e->ceph_conf : RBD_DEFAULT_CONF;
+	struct rbd_opts o = {
+		.conf = conf,
+		.id = e->ceph_id != NULL ? e->ceph_id : RBD_DEFAULT_ID,
+		.keyring = e->ceph_keyring,
+		.read_only = e->read_only,
+		.name = e->name,
+	};
+	char err[512];
+
+	if (rbd_files_ok(p, e, conf) < 0)
+		return;
+	e->rbd = rbd_backing_create(e->path, &o, err, sizeof(err));
+	if (e->rbd == NULL) {
+		perr(p, strncmp(err, "ceph-conf", 9) == 0 && e->ceph_conf_line != 0 ?
+		     e->ceph_conf_line : p->path_line, "path: %s", err);
+		return;
+	}
+	e->size = rbd_backing_size(e->rbd);
+	if (e->size_wanted != 0 && e->size_wanted != e->size)
+		perr(p, p->size_line, "size: %s is an image of %llu bytes, not %llu (rbd resize "
+		     "it)", e->path, (unsigned long long)e->size,
+		     (unsigned long long)e->size_wanted);
+	else if (e->size == 0 || e->size % CONFIG_BLOCK != 0)
+		perr(p, p->path_line, "path: %s: size %llu is not a non-zero multiple of 512",
+		     e->path, (unsigned long long)e->size);
+	else if (!(p->flags & CONFIG_CHECK))
+		return;
+	rbd_backing_destroy(e->rbd);
+	e->rbd = NULL;
 }
 
 /* Open the backing file to prove it usable; create or extend it to `size`
@@ -604,8 +732,11 @@ end_section(struct parser *p)
 		return;
 	if (e->path == NULL)
 		perr(p, e->line, "[export %s]: missing path", e->name);
+	else if (!e->is_rbd && e->ceph_line != 0)
+		perr(p, e->ceph_line, "ceph-conf, ceph-id and ceph-keyring are only for RBD "
+		     "exports (path = rbd:POOL/IMAGE)");
 	else if (!p->cur_discard && !(p->flags & CONFIG_NO_OPEN))
-		export_open(p, e);
+		e->is_rbd ? rbd_export_open(p, e) : export_open(p, e);
 	if (p->cur_discard) {
 		cfg_export_free(e);
 		return;

@@ -11,6 +11,7 @@
 #include "auth.h"
 #include "ioq.h"
 #include "protocol.h"
+#include "rbd.h"
 #include "util.h"
 
 #define CONFIG_DEFAULT_QUEUE_DEPTH 128
@@ -57,11 +58,18 @@ struct cfg_export {
 	int      listed;                     /* `listed =`; -1: unless it needs a secret */
 	unsigned max_connections;            /* 0: unlimited */
 	char    *secret_file;                /* `secret-file =`, or NULL */
+	/* path = rbd:POOL/IMAGE (rbd.h); the ceph-* keys only apply there. */
+	int      is_rbd;
+	char    *ceph_conf;                  /* `ceph-conf =`, or NULL: RBD_DEFAULT_CONF */
+	char    *ceph_id;                    /* `ceph-id =`, or NULL: RBD_DEFAULT_ID */
+	char    *ceph_keyring;               /* `ceph-keyring =`, or NULL */
+	int      ceph_conf_line, ceph_line;  /* of ceph-conf, of the first ceph-* key */
 	struct rb_secret secret;             /* loaded key; wiped when freed */
 
 	/* Filled when the path is opened (not in check-only mode, where
-	 * fd stays -1 after the check). */
+	 * fd stays -1 and rbd NULL after the check). */
 	int      fd;
+	struct rbd_backing *rbd;             /* an RBD export's open image, or NULL */
 	int      is_blockdev;
 	uint64_t size;                       /* bytes, multiple of 512 */
 	uint64_t dev, ino;                   /* identity, for reload diffs */

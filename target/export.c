@@ -5,10 +5,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <unistd.h>
 
 #include "conn.h"
 #include "log.h"
+#include "rbd.h"
 #include "target.h"
 
 static void
@@ -21,10 +23,33 @@ export_destroy(struct export *e)
 		  e->cfg->name, (unsigned long long)st.syncs, (unsigned long long)st.jobs,
 		  (unsigned long long)st.max_batch);
 	flusher_destroy(e->flusher);
-	if (!e->cfg->read_only && fdatasync(e->cfg->fd) < 0)
+	if (e->cfg->rbd != NULL)
+		epoll_ctl(e->epfd, EPOLL_CTL_DEL, rbd_backing_fd(e->cfg->rbd), NULL);
+	else if (!e->cfg->read_only && fdatasync(e->cfg->fd) < 0)
 		log_warn("export %s: final fdatasync", e->cfg->name);
-	cfg_export_free(e->cfg);   /* closes the fd */
+	cfg_export_free(e->cfg);   /* closes the fd, or the image (which flushes) */
 	free(e);
+}
+
+/* An RBD export's completions come to the loop through the image's eventfd. */
+static int
+export_watch_rbd(struct target *t, struct export *e, struct cfg_export *ce)
+{
+	struct epoll_event ev;
+
+	flusher_set_rbd(e->flusher, ce->rbd);
+	e->no_nowait = 1;           /* no page cache in front of librbd */
+	e->epfd = t->epfd;
+	e->rbd_eh.type = EP_RBD;
+	e->rbd_eh.obj = ce->rbd;
+	memset(&ev, 0, sizeof(ev));
+	ev.events = EPOLLIN;
+	ev.data.ptr = &e->rbd_eh;
+	if (epoll_ctl(t->epfd, EPOLL_CTL_ADD, rbd_backing_fd(ce->rbd), &ev) < 0) {
+		log_warn("export %s: epoll_ctl (librbd's eventfd)", ce->name);
+		return -1;
+	}
+	return 0;
 }
 
 static struct export *
@@ -39,12 +64,18 @@ export_create(struct target *t, struct cfg_export *ce)
 	}
 	snprintf(name, sizeof(name), "export %.50s", ce->name);
 	e->flusher = flusher_create(ce->fd, name, t->ioq);
-	if (e->flusher == NULL) {
-		free(e);
-		return NULL;
-	}
+	if (e->flusher == NULL)
+		goto out_free;
+	if (ce->rbd != NULL && export_watch_rbd(t, e, ce) < 0)
+		goto out_flusher;
 	e->cfg = ce;
 	return e;
+
+out_flusher:
+	flusher_destroy(e->flusher);
+out_free:
+	free(e);
+	return NULL;
 }
 
 struct export *
@@ -80,6 +111,8 @@ void
 export_put_conn(struct target *t, struct export *e)
 {
 	e->nconns--;
+	if (e->nconns == 0 && e->cfg->rbd != NULL)
+		rbd_backing_idle(e->cfg->rbd);     /* give the image's lock back */
 	if (e->removed && e->nconns == 0)
 		exports_reap(t);
 }
@@ -97,8 +130,19 @@ export_remove(struct target *t, struct export *e)
 
 /* Same backing file with the same semantics: keep the running export. */
 static int
+same_str(const char *a, const char *b)
+{
+	return (a == NULL && b == NULL) || (a != NULL && b != NULL && strcmp(a, b) == 0);
+}
+
+static int
 same_backing(const struct cfg_export *a, const struct cfg_export *b)
 {
+	if (a->is_rbd || b->is_rbd)
+		return a->is_rbd && b->is_rbd && strcmp(a->path, b->path) == 0 &&
+		       same_str(a->ceph_conf, b->ceph_conf) && same_str(a->ceph_id, b->ceph_id) &&
+		       same_str(a->ceph_keyring, b->ceph_keyring) &&
+		       a->read_only == b->read_only && a->durability == b->durability;
 	return a->dev == b->dev && a->ino == b->ino && a->read_only == b->read_only &&
 	       a->durability == b->durability && a->is_blockdev == b->is_blockdev;
 }
@@ -128,9 +172,12 @@ exports_apply(struct target *t, struct config *nc)
 		} else if (old != NULL && same_backing(old->cfg, ce)) {
 			/* Swap in the new description/allow/limits, keep the fd. */
 			int fd = old->cfg->fd;
+			struct rbd_backing *rbd = old->cfg->rbd;
 
 			old->cfg->fd = ce->fd;
 			ce->fd = fd;
+			old->cfg->rbd = ce->rbd;
+			ce->rbd = rbd;
 			ce->next = NULL;
 			{
 				struct cfg_export *prev = old->cfg;

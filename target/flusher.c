@@ -99,6 +99,12 @@ flusher_create(int fd, const char *name, struct ioq *io)
 }
 
 void
+flusher_set_rbd(struct flusher *f, struct rbd_backing *rbd)
+{
+	f->sync.rbd = rbd;
+}
+
+void
 flusher_destroy(struct flusher *f)
 {
 	if (f == NULL)

@@ -33,6 +33,8 @@ struct flusher_stats {
  * replaces the flusher) clears it. */
 struct flusher;
 struct flusher *flusher_create(int fd, const char *name, struct ioq *io);
+/* An RBD export's flusher: its sync is rbd_aio_flush on this image. */
+void flusher_set_rbd(struct flusher *f, struct rbd_backing *rbd);
 /* No fdatasync may be running (every submitted job has completed). */
 void flusher_destroy(struct flusher *f);
 /* j->done(j) runs once a sync that started after this call returned, with

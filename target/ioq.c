@@ -10,6 +10,7 @@
 
 #include "ioq.h"
 #include "log.h"
+#include "rbd.h"
 
 struct ioq {
 	enum ioq_engine engine;
@@ -230,6 +231,11 @@ ioq_to_worker(struct ioq *q, struct job *j)
 void
 ioq_submit(struct ioq *q, struct job *j)
 {
+	if (j->rbd != NULL) {
+		/* librbd's own async I/O, completed on the loop (rbd.h). */
+		rbd_backing_submit(j->rbd, j);
+		return;
+	}
 	j->done_bytes = 0;
 	j->result = 0;
 	q->inflight++;

@@ -12,6 +12,9 @@
  *              io_uring is unavailable (an old kernel, a seccomp filter,
  *              kernel.io_uring_disabled) or `io-engine = threads`
  *
+ * A job of an RBD export (j->rbd set) goes to librbd instead (rbd.h), whose
+ * completions the loop reaps from the image's own eventfd.
+ *
  * Either way j->done(j) runs on the event-loop thread, from ioq_reap()
  * (the ring's or the workers' completions) or from ioq_flush() (a job that
  * completed while it was being submitted).  (A READ the page cache holds

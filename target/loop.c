@@ -16,6 +16,7 @@
 #include "admin.h"
 #include "conn.h"
 #include "log.h"
+#include "rbd.h"
 #include "request.h"
 #include "target.h"
 
@@ -167,6 +168,9 @@ loop_run(struct target *t)
 				break;
 			case EP_SIGNAL:
 				loop_signal(t);
+				break;
+			case EP_RBD:
+				rbd_backing_reap(eh->obj);
 				break;
 			case EP_ADMIN:
 			case EP_ADMIN_CLIENT:

@@ -244,6 +244,7 @@ req_execute(struct req *r)
 	}
 	memset(j, 0, sizeof(*j));
 	j->fd = e->cfg->fd;
+	j->rbd = e->cfg->rbd;      /* an RBD export: librbd instead of fd */
 	j->is_blockdev = e->cfg->is_blockdev;
 	j->off = r->info.offset;
 	j->len = r->info.length;

@@ -31,6 +31,7 @@ enum ep_type {
 	EP_SIGNAL,      /* signalfd */
 	EP_ADMIN,       /* the admin socket (admin.c) */
 	EP_ADMIN_CLIENT, /* one admin client */
+	EP_RBD,         /* an RBD export's librbd completions (rbd.h) */
 };
 
 struct ep_handler {
@@ -70,6 +71,8 @@ struct export {
 	int removed;                /* gone from the config: drain, then free */
 	int keep;                   /* scratch for exports_apply() */
 	int no_nowait;              /* its file refused RWF_NOWAIT: no page-cache fast path */
+	struct ep_handler rbd_eh;   /* an RBD export's completion eventfd */
+	int epfd;                   /* the loop's, where rbd_eh is registered */
 	struct stats_io stats;      /* of its closed connections */
 };
 

@@ -22,12 +22,14 @@ enum job_op {
 
 struct job;
 struct flusher;
+struct rbd_backing;
 typedef void job_done_fn(struct job *j);
 
 struct job {
 	struct job *next;
 	enum job_op op;
 	int      fd;
+	struct rbd_backing *rbd;   /* an RBD export's image: librbd, not fd (rbd.h) */
 	int      is_blockdev;
 	int      no_hole;          /* JOB_ZERO: must stay allocated */
 	void    *buf;
