@@ -432,6 +432,7 @@ ceph_key(struct parser *p, int line, const char *key, const char *val)
 		e->ceph_conf_line = line;
 	} else if (strcmp(key, "ceph-keyring") == 0) {
 		slot = &e->ceph_keyring;
+		e->ceph_keyring_line = line;
 	} else if (strcmp(key, "ceph-id") == 0) {
 		slot = &e->ceph_id;
 		if (strncmp(val, "client.", 7) == 0) {
@@ -573,11 +574,11 @@ rbd_files_ok(struct parser *p, struct cfg_export *e, const char *conf)
 	if (e->ceph_keyring == NULL)
 		return 0;
 	if (stat(e->ceph_keyring, &st) < 0 || access(e->ceph_keyring, R_OK) < 0) {
-		perr(p, e->ceph_line, "ceph-keyring: %s: %s", e->ceph_keyring, strerror(errno));
+		perr(p, e->ceph_keyring_line, "ceph-keyring: %s: %s", e->ceph_keyring, strerror(errno));
 		return -1;
 	}
 	if (st.st_mode & S_IROTH) {
-		perr(p, e->ceph_line, "ceph-keyring: %s is readable by everyone (mode %04o): "
+		perr(p, e->ceph_keyring_line, "ceph-keyring: %s is readable by everyone (mode %04o): "
 		     "chmod o-rwx it", e->ceph_keyring, (unsigned)(st.st_mode & 07777));
 		return -1;
 	}

@@ -63,7 +63,7 @@ struct cfg_export {
 	char    *ceph_conf;                  /* `ceph-conf =`, or NULL: RBD_DEFAULT_CONF */
 	char    *ceph_id;                    /* `ceph-id =`, or NULL: RBD_DEFAULT_ID */
 	char    *ceph_keyring;               /* `ceph-keyring =`, or NULL */
-	int      ceph_conf_line, ceph_line;  /* of ceph-conf, of the first ceph-* key */
+	int      ceph_conf_line, ceph_keyring_line, ceph_line; /* first: any ceph-* */
 	struct rb_secret secret;             /* loaded key; wiped when freed */
 
 	/* Filled when the path is opened (not in check-only mode, where

@@ -318,6 +318,27 @@ main(void)
 		unlink(k2);
 		unlink(ks);
 	}
+	/* RBD exports: the spec and the ceph-* keys, checked before any
+	 * connection is tried (a missing ceph-conf never reaches librbd). */
+	snprintf(text, sizeof(text), TARGET "[export a]\npath = rbd:pool\n");
+	expect_error("rbd: without an image", text, 4, "expected rbd:POOL/IMAGE");
+	snprintf(text, sizeof(text), TARGET "[export a]\npath = rbd:pool/img@snap\n");
+	expect_error("rbd: with a snapshot", text, 4, "snapshots and namespaces are not supported");
+	snprintf(text, sizeof(text), TARGET "[export a]\npath = %s\nceph-id = admin\n", img2);
+	expect_error("ceph-id on a file export", text, 5, "only for RBD exports");
+	snprintf(text, sizeof(text), TARGET "[export a]\npath = rbd:p/i\nceph-id = a b\n");
+	expect_error("ceph-id with a space", text, 5, "ceph-id: bad client name 'a b'");
+	snprintf(text, sizeof(text), TARGET "[export a]\npath = rbd:p/i\nceph-conf = ceph.conf\n");
+	expect_error("relative ceph-conf", text, 5, "ceph-conf: 'ceph.conf' is not an absolute path");
+	snprintf(text, sizeof(text), TARGET "[export a]\npath = rbd:p/i\nceph-conf = %s/none.conf\n",
+		 dir);
+	expect_error("missing ceph-conf", text, 5, "none.conf: No such file or directory");
+	snprintf(text, sizeof(text), TARGET "[export a]\npath = rbd:p/i\nceph-cnf = /x\n");
+	expect_error("misspelt ceph- key", text, 5, "unknown key 'ceph-cnf'");
+	snprintf(text, sizeof(text), TARGET "[export a]\npath = rbd:p/i\nceph-conf = %s\n"
+		 "ceph-keyring = %s\n", img2, img2);
+	chmod(img2, 0644);
+	expect_error("world-readable keyring", text, 6, "is readable by everyone (mode 0644)");
 
 	/* every error at once */
 	snprintf(text, sizeof(text),
