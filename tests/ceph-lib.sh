@@ -68,6 +68,7 @@ mon warn on pool no redundancy = false
 osd erasure code plugins =
 # In the guest the hostname is "(none)", which CRUSH refuses.
 osd crush update on start = false
+osd class update on start = false
 # A killed client's watch (and so its exclusive lock) lapses after this many seconds.
 osd client watch timeout = 10
 EOF
@@ -83,36 +84,50 @@ _ceph_daemon() {
 }
 
 # ceph_up [POOL IMAGE SIZE]
+# The initial OSD map (osdmaptool: osd.0 in a CRUSH tree) is given to the mon at --mkfs, so no
+# `ceph osd create` / `osd crush add` round trips are needed: under TCG each run of the ceph
+# CLI (Python) costs seconds. rados and rbd (C++) do the rest, with the one `osd pool create`.
 ceph_up() {
     local pool=${1:-rbd} image=${2:-img0} size=${3:-256M} t0=$SECONDS fsid
     require_ceph
     fsid=$(cat /proc/sys/kernel/random/uuid)
     _ceph_write_conf "$fsid"
-    step ceph-mkfs-mon ceph-mon -c "$CEPH_CONF" --mkfs -i a --fsid "$fsid" ||
-        fail "ceph-mon --mkfs failed"
+    step ceph-osdmap osdmaptool -c "$CEPH_CONF" --createsimple 1 --clobber "$CEPH_DIR/osdmap" ||
+        fail "osdmaptool --createsimple failed"
+    step ceph-mkfs-mon ceph-mon -c "$CEPH_CONF" --mkfs -i a --fsid "$fsid" \
+        --osdmap "$CEPH_DIR/osdmap" || fail "ceph-mon --mkfs failed"
+    step ceph-mkfs-osd ceph-osd -c "$CEPH_CONF" -i 0 --mkfs --no-mon-config ||
+        fail "ceph-osd --mkfs failed"
     _ceph_daemon mon.a ceph-mon -c "$CEPH_CONF" -i a --public-addr "$CEPH_MON"
-    wait_for 60 ceph_cmd -s || fail "the mon at $CEPH_MON did not answer within 60 s"
-    step ceph-osd-create ceph_cmd osd create || fail "ceph osd create failed"
-    step ceph-mkfs-osd ceph-osd -c "$CEPH_CONF" -i 0 --mkfs || fail "ceph-osd --mkfs failed"
-    step ceph-crush ceph_cmd osd crush add osd.0 1.0 host=h root=default ||
-        fail "ceph osd crush add failed"
     _ceph_daemon osd.0 ceph-osd -c "$CEPH_CONF" -i 0
-    wait_for 90 _ceph_osd_up || fail "osd.0 did not come up within 90 s"
+    wait_for 150 timeout -k 5 30 rados -c "$CEPH_CONF" lspools ||
+        fail "the mon at $CEPH_MON did not answer within 150 s"
+    echo "ceph-up: mon answers after $((SECONDS - t0))s" >>"$LOGS/ceph-up.log"
     ceph_pool_image "$pool" "$image" "$size"
     echo "ceph-up: cluster ready in $((SECONDS - t0))s (mon $CEPH_MON, image $pool/$image, $size)"
-}
-
-_ceph_osd_up() {
-    ceph_cmd osd dump | grep -q '^osd\.0 up'
 }
 
 # ceph_pool_image POOL IMAGE SIZE: a fresh pool (if new) and image with exclusive-lock.
 ceph_pool_image() {
     local pool=$1 image=$2 size=$3
-    if ! ceph_cmd osd pool ls | grep -qx "$pool"; then
+    if ! timeout -k 5 30 rados -c "$CEPH_CONF" lspools | grep -qx "$pool"; then
         step ceph-pool ceph_cmd osd pool create "$pool" 8 || fail "ceph osd pool create $pool failed"
-        step ceph-pool-init rbd_cmd pool init "$pool" || fail "rbd pool init $pool failed"
+        # Its PGs must peer first, which takes long on a loaded TCG host: retried.
+        wait_for 240 rbd_cmd pool init "$pool" || fail "rbd pool init $pool failed"
     fi
     step rbd-create rbd_cmd create "$pool/$image" --size "$size" \
         --image-feature layering,exclusive-lock || fail "rbd create $pool/$image failed"
+}
+
+# write_rbd_target_conf FILE PORT [EXPORT-LINES...]: a target on $RDMABLK_ADDR:PORT with one
+# export, rbd0, of rbd:rbd/img0 on this cluster; extra lines go into its section.
+write_rbd_target_conf() {
+    local file=$1 port=$2 l
+    shift 2
+    {
+        printf '[target]\nlisten = %s\nport = %s\nqueue-depth = 64\nadmin-socket = %s\n' \
+            "$RDMABLK_ADDR" "$port" "$file.sock"
+        printf '[export rbd0]\npath = rbd:rbd/img0\nceph-conf = %s\n' "$CEPH_CONF"
+        for l in "$@"; do printf '%s\n' "$l"; done
+    } >"$file"
 }
