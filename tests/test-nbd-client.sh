@@ -5,6 +5,8 @@
 . "$(dirname "$0")/lib.sh"
 # shellcheck source=tests/plugin-conf.sh
 . "$(dirname "$0")/plugin-conf.sh"
+# shellcheck source=tests/nbd-fs.sh
+. "$(dirname "$0")/nbd-fs.sh"
 
 requires nbdkit nbd-client mkfs.ext4 e2fsck md5sum blockdev
 require_rdma
@@ -23,28 +25,17 @@ on_exit nbd-client -d "$DEV"
 on_exit umount "$MNT"
 
 attach() {
-    step "attach-$1" nbd-client -unix "$NBD_SOCK" "$DEV" -b 4096 -C 4 || fail "nbd-client attach failed"
-    wait_for 60 test "$(blockdev --getsize64 "$DEV")" = $((128 << 20)) || fail "$DEV has the wrong size"
+    nbd_attach "$1" "$DEV" 4 $((128 << 20))
 }
 attach 1
 conns=$(grep -c 'rdma: open\|newstyle negotiation' "$LOGS/nbdkit.log" || true)
 ok "attached with -C 4"
 
-step mkfs mkfs.ext4 -q -F "$DEV" || fail "mkfs.ext4 failed"
-step mount mount "$DEV" "$MNT" || fail "mount failed"
-for i in 1 2 3 4 5; do
-    head -c $((i * 3))M /dev/urandom >"$MNT/file$i"
-done
-(cd "$MNT" && md5sum file*) >"$T/sums"
-step umount umount "$MNT" || fail "umount failed"
-step detach nbd-client -d "$DEV" || fail "nbd-client -d failed"
+nbd_fs_write "$DEV" "$MNT" 5 3
 ok "mkfs, mount, 45M of files, umount, disconnect"
 
 attach 2
-step fsck e2fsck -fn "$DEV" || fail "e2fsck -fn found problems"
-step mount2 mount "$DEV" "$MNT" || fail "remount failed"
-(cd "$MNT" && md5sum -c "$T/sums") >"$LOGS/md5.log" 2>&1 || fail "checksums differ"
-step umount2 umount "$MNT" || fail "umount failed"
+nbd_fs_verify "$DEV" "$MNT"
 ok "reattached: e2fsck clean, all checksums match"
 
 # The backing file holds exactly what the client sees.
