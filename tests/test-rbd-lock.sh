@@ -1,0 +1,65 @@
+#!/bin/bash
+# Two targets, one image: only the target holding the image's exclusive lock writes it.
+# Target A serves a writer; a write sent to target B meanwhile is not in the image (rbd export)
+# while A lives; once A is killed -9, B takes the lock over (librbd breaks the dead holder's
+# lock when its watch lapsed, 10 s in the test cluster) and the same write lands. Control: while
+# A is idle (no connection, lock released), a write through B lands at once, so the check that
+# B's data is absent can see it when it is there.
+# shellcheck source=tests/ceph-lib.sh
+. "$(dirname "$0")/ceph-lib.sh"
+# shellcheck source=tests/plugin-conf.sh
+. "$(dirname "$0")/plugin-conf.sh"
+
+DUR=$BUILD/tests/rdmablk-durable
+require_ceph
+require_rdma
+requires_file "$IO" "$DUR" "$BUILD/rdmablk-target"
+
+ceph_up rbd img0 16M
+write_rbd_target_conf "$T/a.conf" 10824
+write_rbd_target_conf "$T/b.conf" 10825
+TARGET_NAME=a start_target "$T/a.conf"
+pid_a=$TARGET_PID
+TARGET_NAME=b start_target "$T/b.conf"
+
+# in_image OFF LEN SEED: the image, read by rbd itself, holds that pattern there.
+in_image() {
+    rbd_cmd export rbd/img0 "$T/img" >/dev/null 2>&1 || return 1
+    cmp <(dd if="$T/img" bs=64K skip=$(($1 / 65536)) count=$(($2 / 65536)) 2>/dev/null) \
+        <("$IO" pattern "$1" "$2" "$3")
+}
+
+# Control: nobody holds the lock; B takes it for its write and gives it back when idle.
+step b-idle timeout 60 "$IO" -H "$RDMABLK_ADDR" -p 10825 -e rbd0 -t 30 write 1M 64K 11 ||
+    fail "a write through B with A idle failed"
+in_image 1M 64K 11 || fail "control: B's write is not in the image"
+wait_for 60 grep -q 'released the image.s exclusive lock' "$LOGS/b.log" ||
+    fail "B did not release the lock when its connection closed"
+ok "control: with A idle, B's write landed and B released the lock"
+
+# A becomes the writer and holds the lock while its writer runs.
+"$DUR" -H "$RDMABLK_ADDR" -p 10824 -e rbd0 write 64 7 >"$T/acks" 2>"$LOGS/writer.log" &
+writer=$!
+track_pid "$writer"
+wait_for 60 grep -q '^ACK ' "$T/acks" || fail "A acknowledged no write"
+grep -q 'holds the image.s exclusive lock' "$LOGS/a.log" || fail "A does not say it holds the lock"
+
+"$IO" -H "$RDMABLK_ADDR" -p 10825 -e rbd0 -t 120 write 2M 64K 22 >"$LOGS/b-write.log" 2>&1 &
+bwrite=$!
+track_pid "$bwrite"
+wait_for 60 grep -q 'rbd_lock_acquire: .*writes wait for the lock' "$LOGS/b.log" ||
+    fail "B did not report that another target holds the lock"
+! in_image 2M 64K 22 || fail "B wrote the image while A held the lock"
+_gone "$bwrite" && fail "B's write finished while A held the lock: $(cat "$LOGS/b-write.log")"
+ok "while A writes, B's write waits for the lock and is not in the image"
+
+t0=$SECONDS
+kill -KILL "$pid_a"
+wait_exit 30 "$pid_a" >/dev/null 2>&1 || true
+rc=0
+wait_exit 90 "$bwrite" || rc=$?
+[ "$rc" = 0 ] || fail "B's write did not succeed after A was killed (exit $rc): $(cat "$LOGS/b-write.log")"
+took=$((SECONDS - t0))
+in_image 2M 64K 22 || fail "B's write reported success but is not in the image"
+grep -q 'holds the image.s exclusive lock' "$LOGS/b.log" || fail "B does not say it took the lock"
+ok "A killed -9: B took the lock over and its write landed ${took}s later"
