@@ -312,10 +312,14 @@ rbd_fail_later(struct rbd_backing *b, struct job *j, int err)
 		log_warn("export %s: eventfd write", b->name);
 }
 
+/* librbd refuses a write, and also a flush, on an image with the
+ * exclusive-lock feature from a client that does not hold the lock and
+ * took it explicitly before (EROFS): both wait for it. */
 static int
 needs_lock(const struct job *j)
 {
-	return j->op == JOB_WRITE || j->op == JOB_TRIM || j->op == JOB_ZERO;
+	return j->op == JOB_WRITE || j->op == JOB_TRIM || j->op == JOB_ZERO ||
+	       j->op == JOB_SYNC;
 }
 
 static void
@@ -362,8 +366,12 @@ rbd_backing_submit(struct rbd_backing *b, struct job *j)
 	j->result = 0;
 	j->done_bytes = 0;
 	b->inflight++;
-	if (needs_lock(j) && b->read_only) {
-		rbd_fail_later(b, j, -EROFS);
+	if (b->read_only) {
+		/* No lock on a read-only image; nothing to flush either. */
+		if (j->op == JOB_READ || j->op == JOB_SYNC)
+			rbd_start(b, j);
+		else
+			rbd_fail_later(b, j, -EROFS);
 		return;
 	}
 	if (needs_lock(j) && (b->wait_head != NULL || !imglock_want(b->lock))) {

@@ -13,7 +13,8 @@
  * to another client while we live), by a lock thread on the first write
  * after the export was idle, and released when its last connection closed
  * (docs/rbd.md).  Writes that arrive before the lock is ours wait for it, at
- * most RBD_LOCK_WAIT_S, then fail with EIO.  Reads never wait.
+ * most RBD_LOCK_WAIT_S, then fail with EIO; so do flushes (librbd refuses
+ * them too without the lock).  Reads never wait.
  *
  * Everything but the lock thread is event-loop only. */
 #ifndef RDMABLK_TARGET_RBD_H
