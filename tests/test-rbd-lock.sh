@@ -22,17 +22,18 @@ TARGET_NAME=a start_target "$T/a.conf"
 pid_a=$TARGET_PID
 TARGET_NAME=b start_target "$T/b.conf"
 
-# in_image OFF LEN SEED: the image, read by rbd itself, holds that pattern there.
+# in_image OFF LEN SEED NAME (bytes, multiples of 64 KiB): the image, read by rbd itself
+# (step export-NAME), holds that pattern there.
 in_image() {
-    rbd_cmd export rbd/img0 "$T/img" >/dev/null 2>&1 || return 1
-    cmp <(dd if="$T/img" bs=64K skip=$(($1 / 65536)) count=$(($2 / 65536)) 2>/dev/null) \
-        <("$IO" pattern "$1" "$2" "$3")
+    step "export-$4" rbd_cmd export rbd/img0 "$T/img-$4" || fail "rbd export failed (export-$4.log)"
+    cmp <(dd if="$T/img-$4" bs=64K skip=$(($1 / 65536)) count=$(($2 / 65536)) 2>/dev/null) \
+        <("$IO" pattern "$1" "$2" "$3") >>"$LOGS/export-$4.log" 2>&1
 }
 
 # Control: nobody holds the lock; B takes it for its write and gives it back when idle.
-step b-idle timeout 60 "$IO" -H "$RDMABLK_ADDR" -p 10825 -e rbd0 -t 30 write 1M 64K 11 ||
+step b-idle timeout 60 "$IO" -H "$RDMABLK_ADDR" -p 10825 -e rbd0 -t 30 write 1048576 65536 11 ||
     fail "a write through B with A idle failed"
-in_image 1M 64K 11 || fail "control: B's write is not in the image"
+in_image 1048576 65536 11 control || fail "control: B's write is not in the image"
 wait_for 60 grep -q 'released the image.s exclusive lock' "$LOGS/b.log" ||
     fail "B did not release the lock when its connection closed"
 ok "control: with A idle, B's write landed and B released the lock"
@@ -44,12 +45,12 @@ track_pid "$writer"
 wait_for 60 grep -q '^ACK ' "$T/acks" || fail "A acknowledged no write"
 grep -q 'holds the image.s exclusive lock' "$LOGS/a.log" || fail "A does not say it holds the lock"
 
-"$IO" -H "$RDMABLK_ADDR" -p 10825 -e rbd0 -t 120 write 2M 64K 22 >"$LOGS/b-write.log" 2>&1 &
+"$IO" -H "$RDMABLK_ADDR" -p 10825 -e rbd0 -t 120 write 2097152 65536 22 >"$LOGS/b-write.log" 2>&1 &
 bwrite=$!
 track_pid "$bwrite"
 wait_for 60 grep -q 'rbd_lock_acquire: .*writes wait for the lock' "$LOGS/b.log" ||
     fail "B did not report that another target holds the lock"
-! in_image 2M 64K 22 || fail "B wrote the image while A held the lock"
+! in_image 2097152 65536 22 held || fail "B wrote the image while A held the lock"
 _gone "$bwrite" && fail "B's write finished while A held the lock: $(cat "$LOGS/b-write.log")"
 ok "while A writes, B's write waits for the lock and is not in the image"
 
@@ -60,6 +61,6 @@ rc=0
 wait_exit 90 "$bwrite" || rc=$?
 [ "$rc" = 0 ] || fail "B's write did not succeed after A was killed (exit $rc): $(cat "$LOGS/b-write.log")"
 took=$((SECONDS - t0))
-in_image 2M 64K 22 || fail "B's write reported success but is not in the image"
+in_image 2097152 65536 22 taken || fail "B's write reported success but is not in the image"
 grep -q 'holds the image.s exclusive lock' "$LOGS/b.log" || fail "B does not say it took the lock"
 ok "A killed -9: B took the lock over and its write landed ${took}s later"
