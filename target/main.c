@@ -197,23 +197,32 @@ main(int argc, char **argv)
 		pidfile = absolute(pidfile_arg);
 	if (t.config_file == NULL || (pidfile_arg != NULL && pidfile == NULL))
 		fatalx("out of memory");
-	t.cfg = config_load(t.config_file, 0, NULL, NULL, &nerrors);
-	if (t.cfg == NULL)
-		fatalx("%u error%s in %s", nerrors, nerrors == 1 ? "" : "s", conf);
-	if (!verbose)
-		log_set_level(t.cfg->log_level);
-
+	/* RBD exports start librados threads when the config is loaded: fork
+	 * (daemon) before that, after a check that reports errors on the
+	 * terminal, and block the signals before any thread exists, so that
+	 * only the signalfd sees them. */
 	if (!foreground) {
+		struct config *c = config_load(t.config_file, CONFIG_CHECK, NULL, NULL, &nerrors);
+
+		if (c == NULL)
+			fatalx("%u error%s in %s", nerrors, nerrors == 1 ? "" : "s", conf);
+		if (!verbose)
+			log_set_level(c->log_level);
+		config_free(c);
 		if (daemon(0, 0) < 0)
 			fatal("daemon");
-		log_init(0, verbose ? LOG_LEVEL_DEBUG : t.cfg->log_level);
+		log_init(0, verbose ? LOG_LEVEL_DEBUG : log_get_level());
 	}
-	/* Block before any thread exists, so only the signalfd sees them. */
 	sigemptyset(&set);
 	sigaddset(&set, SIGHUP);
 	sigaddset(&set, SIGTERM);
 	sigaddset(&set, SIGINT);
 	sigprocmask(SIG_BLOCK, &set, NULL);
+	t.cfg = config_load(t.config_file, 0, NULL, NULL, &nerrors);
+	if (t.cfg == NULL)
+		fatalx("%u error%s in %s", nerrors, nerrors == 1 ? "" : "s", conf);
+	if (!verbose)
+		log_set_level(t.cfg->log_level);
 	signal(SIGPIPE, SIG_IGN);
 
 	if (setup_loop(&t) < 0)
