@@ -50,9 +50,11 @@ conn_create_cqs(struct conn *c)
 		log_warn("%s: completion channel O_NONBLOCK", c->peer);
 		goto out_destroy_channel;
 	}
-	c->recv_cq = ibv_create_cq(verbs, (int)c->nrecv, c, c->channel, 0);
+	/* Sized for the full ring (recvring.c), though the handshake posts
+	 * only CONN_HANDSHAKE_RECVS. */
+	c->recv_cq = ibv_create_cq(verbs, (int)conn_recv_max(c), c, c->channel, 0);
 	if (c->recv_cq == NULL) {
-		log_warn("%s: ibv_create_cq (receive, %u entries)", c->peer, c->nrecv);
+		log_warn("%s: ibv_create_cq (receive, %u entries)", c->peer, conn_recv_max(c));
 		goto out_destroy_channel;
 	}
 	c->send_cq = ibv_create_cq(verbs, (int)c->sq_depth, c, c->channel, 0);
@@ -141,7 +143,7 @@ conn_create_qp(struct conn *c)
 	attr.send_cq = c->send_cq;
 	attr.recv_cq = c->recv_cq;
 	attr.cap.max_send_wr = c->sq_depth;
-	attr.cap.max_recv_wr = c->nrecv;
+	attr.cap.max_recv_wr = conn_recv_max(c);
 	attr.cap.max_send_sge = 1;
 	attr.cap.max_recv_sge = 1;
 	attr.cap.max_inline_data = need_inline;
@@ -153,16 +155,16 @@ conn_create_qp(struct conn *c)
 	c->qp = ibv_create_qp(c->dev->pd, &attr);
 	if (c->qp == NULL) {
 		log_warn("%s: ibv_create_qp (send %u, recv %u)", c->peer, c->sq_depth,
-			 c->nrecv);
+			 conn_recv_max(c));
 		return -1;
 	}
 	/* The provider may round up, but must not give less than asked. */
-	if (attr.cap.max_send_wr < c->sq_depth || attr.cap.max_recv_wr < c->nrecv ||
+	if (attr.cap.max_send_wr < c->sq_depth || attr.cap.max_recv_wr < conn_recv_max(c) ||
 	    attr.cap.max_send_sge < 1 || attr.cap.max_recv_sge < 1 ||
 	    attr.cap.max_inline_data < need_inline) {
 		log_warnx("%s: QP capabilities short: send_wr %u/%u recv_wr %u/%u "
 			  "send_sge %u/1 recv_sge %u/1 inline %u/%u", c->peer,
-			  attr.cap.max_send_wr, c->sq_depth, attr.cap.max_recv_wr, c->nrecv,
+			  attr.cap.max_send_wr, c->sq_depth, attr.cap.max_recv_wr, conn_recv_max(c),
 			  attr.cap.max_send_sge, attr.cap.max_recv_sge,
 			  attr.cap.max_inline_data, need_inline);
 		goto out_destroy_qp;
@@ -178,83 +180,35 @@ out_destroy_qp:
 	return -1;
 }
 
+/* The control SEND buffer (CHALLENGE, HELLO_REPLY, LIST_REPLY). */
 static int
-conn_create_buffers(struct conn *c)
+conn_create_ctrl(struct conn *c)
 {
-	size_t bytes = (size_t)c->nrecv * RB_RECV_BUF_SIZE;
-	unsigned i;
-
-	c->recvs = calloc(c->nrecv, sizeof(*c->recvs));
-	c->recv_mem = calloc(1, bytes);
 	c->ctrl_buf = calloc(1, RB_CTRL_MSG_MAX);
-	if (c->recvs == NULL || c->recv_mem == NULL || c->ctrl_buf == NULL) {
-		log_warnx("%s: out of memory for receive buffers", c->peer);
-		goto out_free;
-	}
-	/* Local write only: SENDs land here, nothing remote addresses it. */
-	c->recv_mr = ibv_reg_mr(c->dev->pd, c->recv_mem, bytes, IBV_ACCESS_LOCAL_WRITE);
-	if (c->recv_mr == NULL) {
-		log_warn("%s: ibv_reg_mr (receive buffers)", c->peer);
-		goto out_free;
+	if (c->ctrl_buf == NULL) {
+		log_warnx("%s: out of memory for the control buffer", c->peer);
+		return -1;
 	}
 	c->ctrl_mr = ibv_reg_mr(c->dev->pd, c->ctrl_buf, RB_CTRL_MSG_MAX, 0);
 	if (c->ctrl_mr == NULL) {
 		log_warn("%s: ibv_reg_mr (control buffer)", c->peer);
-		goto out_dereg_recv;
-	}
-	for (i = 0; i < c->nrecv; i++) {
-		c->recvs[i].ctx.type = WR_RECV;
-		c->recvs[i].ctx.obj = &c->recvs[i];
-		c->recvs[i].c = c;
-		c->recvs[i].buf = c->recv_mem + (size_t)i * RB_RECV_BUF_SIZE;
+		goto out_free;
 	}
 	c->ctrl_ctx.type = WR_CTRL;
 	c->ctrl_ctx.obj = c;
 	return 0;
 
-out_dereg_recv:
-	ibv_dereg_mr(c->recv_mr);
 out_free:
-	free(c->recvs);
-	free(c->recv_mem);
 	free(c->ctrl_buf);
-	c->recvs = NULL;
-	c->recv_mem = c->ctrl_buf = NULL;
+	c->ctrl_buf = NULL;
 	return -1;
 }
 
 static void
-conn_destroy_buffers(struct conn *c)
+conn_destroy_ctrl(struct conn *c)
 {
 	ibv_dereg_mr(c->ctrl_mr);
-	ibv_dereg_mr(c->recv_mr);
-	free(c->recvs);
-	free(c->recv_mem);
 	free(c->ctrl_buf);
-}
-
-int
-conn_post_recv(struct conn *c, struct recv_buf *rb)
-{
-	struct ibv_sge sge = {
-		.addr = (uintptr_t)rb->buf,
-		.length = RB_RECV_BUF_SIZE,
-		.lkey = c->recv_mr->lkey,
-	};
-	struct ibv_recv_wr wr, *bad = NULL;
-	int rc;
-
-	memset(&wr, 0, sizeof(wr));
-	wr.wr_id = (uintptr_t)&rb->ctx;
-	wr.sg_list = &sge;
-	wr.num_sge = 1;
-	rc = ibv_post_recv(c->qp, &wr, &bad);
-	if (rc != 0) {
-		log_warnx("%s: ibv_post_recv: %s", c->peer, strerror(rc));
-		conn_fail(c, "cannot post a receive buffer");
-		return -1;
-	}
-	return 0;
 }
 
 struct conn *
@@ -263,7 +217,6 @@ conn_create(struct target *t, struct rdma_cm_id *id, unsigned cm_qd,
 {
 	struct conn *c = calloc(1, sizeof(*c));
 	struct epoll_event ev;
-	unsigned i;
 
 	if (c == NULL) {
 		log_warnx("connection: out of memory");
@@ -287,17 +240,15 @@ conn_create(struct target *t, struct rdma_cm_id *id, unsigned cm_qd,
 			     2 * cm_qd + CONN_SQ_SLACK > (unsigned)c->dev->attr.max_cqe))
 		cm_qd /= 2;
 	c->cm_qd = cm_qd;
-	c->nrecv = cm_qd + 1;
 	c->sq_depth = 2 * cm_qd + CONN_SQ_SLACK;
 	if (conn_create_cqs(c) < 0)
 		goto out_free;
 	if (conn_create_qp(c) < 0)
 		goto out_destroy_cqs;
-	if (conn_create_buffers(c) < 0)
+	if (conn_create_ctrl(c) < 0)
 		goto out_destroy_qp;
-	for (i = 0; i < c->nrecv; i++)
-		if (conn_post_recv(c, &c->recvs[i]) < 0)
-			goto out_destroy_buffers;
+	if (recvring_create(c, conn_recv_max(c)) < 0)
+		goto out_destroy_ctrl;
 	c->eh.type = EP_COMP;
 	c->eh.obj = c;
 	memset(&ev, 0, sizeof(ev));
@@ -305,7 +256,7 @@ conn_create(struct target *t, struct rdma_cm_id *id, unsigned cm_qd,
 	ev.data.ptr = &c->eh;
 	if (epoll_ctl(t->epfd, EPOLL_CTL_ADD, c->channel->fd, &ev) < 0) {
 		log_warn("%s: epoll_ctl", c->peer);
-		goto out_destroy_buffers;
+		goto out_destroy_ring;
 	}
 	id->context = c;
 	c->next = t->conns;
@@ -316,8 +267,10 @@ conn_create(struct target *t, struct rdma_cm_id *id, unsigned cm_qd,
 	t->stats.accepted++;
 	return c;
 
-out_destroy_buffers:
-	conn_destroy_buffers(c);
+out_destroy_ring:
+	recvring_destroy(c);
+out_destroy_ctrl:
+	conn_destroy_ctrl(c);
 out_destroy_qp:
 	ibv_destroy_qp(c->qp);
 out_destroy_cqs:
@@ -372,7 +325,8 @@ conn_destroy(struct conn *c)
 		export_put_conn(t, c->exp);
 	if (c->qp != NULL && ibv_destroy_qp(c->qp) != 0)
 		log_warnx("%s: ibv_destroy_qp failed", c->peer);
-	conn_destroy_buffers(c);
+	recvring_destroy(c);
+	conn_destroy_ctrl(c);
 	conn_destroy_cqs(c);
 	free(c->reqs);
 	rdma_destroy_id(c->cm_id);
@@ -565,6 +519,12 @@ conn_hello_finish(struct conn *c, struct recv_buf *rb, const struct rb_hello_inf
 		return;
 	}
 	c->qd = h.queue_depth < c->cm_qd ? h.queue_depth : c->cm_qd;
+	/* Proved (or no secret asked): every request the initiator may now
+	 * send needs a posted buffer before HELLO_REPLY goes out. */
+	if (recvring_grow(c, c->qd + 1) < 0) {
+		hello_refuse(c, RB_ENOMEM, h.export_name, "cannot grow the receive ring");
+		return;
+	}
 	c->nreqs = 2 * c->qd;
 	c->reqs = calloc(c->nreqs, sizeof(*c->reqs));
 	if (c->reqs == NULL) {

@@ -13,6 +13,11 @@
  * send queue, and the pool buffers behind it, for good. */
 #define CONN_RNR_RETRY 6
 
+/* Receive buffers posted until HELLO (and AUTH) succeed: a connection
+ * that has proved nothing pins two buffers, not queue depth + 1.  HELLO
+ * takes one; it is posted again before CHALLENGE goes out, for AUTH. */
+#define CONN_HANDSHAKE_RECVS 2
+
 enum conn_state {
 	CONN_ACCEPTING,   /* rdma_accept done; HELLO may beat ESTABLISHED */
 	CONN_HELLO,       /* established, waiting for HELLO or LIST */
@@ -27,7 +32,24 @@ struct recv_buf {
 	struct conn *c;
 	struct recv_buf *next;      /* on the backlog */
 	char *buf;
+	uint32_t lkey;              /* of the region buf is in */
 	uint32_t len;               /* received bytes */
+};
+
+/* One registered block of receive buffers. */
+struct recv_region {
+	char *mem;
+	struct ibv_mr *mr;
+};
+
+/* The receive ring (recvring.c): CONN_HANDSHAKE_RECVS buffers from the
+ * accept, grown to the granted queue depth + 1 once HELLO (and AUTH)
+ * succeeded.  The QP and the receive CQ are sized for max from the start,
+ * so growing only registers and posts. */
+struct recv_ring {
+	struct recv_buf *bufs;      /* max entries; the first n are set up */
+	unsigned n, max;
+	struct recv_region handshake, rest;
 };
 
 struct conn {
@@ -71,11 +93,8 @@ struct conn {
 	struct rb_hello_info auth_hello;     /* the HELLO being authenticated */
 	uint8_t auth_expect[RB_MAC_LEN];     /* Mi; wiped after use */
 
-	/* receive side: cm_qd + 1 buffers of RB_RECV_BUF_SIZE */
-	struct recv_buf *recvs;
-	unsigned nrecv;
-	char *recv_mem;
-	struct ibv_mr *recv_mr;
+	/* receive side: buffers of RB_RECV_BUF_SIZE, at most cm_qd + 1 */
+	struct recv_ring ring;
 	struct recv_buf *backlog_head, *backlog_tail;   /* requests without a slot */
 
 	/* control SENDs (HELLO_REPLY, LIST_REPLY) */
@@ -118,6 +137,13 @@ struct conn {
 	struct stats_io stats;      /* its replies (stats.h) */
 };
 
+/* The largest receive ring: what the QP and receive CQ are sized for. */
+static inline unsigned
+conn_recv_max(const struct conn *c)
+{
+	return c->cm_qd + 1;
+}
+
 /* listener.c hands over a CONNECT_REQUEST it has vetted. */
 struct conn *conn_create(struct target *t, struct rdma_cm_id *id,
 			 unsigned cm_qd, const struct sockaddr *peer);
@@ -154,8 +180,15 @@ void conn_queue_send(struct conn *c, struct ibv_send_wr *first, struct ibv_send_
 /* Post the round's chain with one ibv_post_send. */
 void conn_post_sends(struct conn *c);
 
-/* request.c calls back into the connection for these. */
+/* recvring.c: the receive ring (struct recv_ring). */
+int  recvring_create(struct conn *c, unsigned max);
+/* Register and post buffers up to n in all (n <= max); -1 when it cannot. */
+int  recvring_grow(struct conn *c, unsigned n);
+void recvring_destroy(struct conn *c);
+/* Post rb again (request.c calls it when done with a message). */
 int  conn_post_recv(struct conn *c, struct recv_buf *rb);
+
+/* request.c calls back into the connection for these. */
 /* Take n send-queue slots, or queue r to be resumed when there is room. */
 int  conn_sq_reserve(struct conn *c, struct req *r, unsigned n);
 void conn_sq_cancel(struct conn *c, struct req *r);
