@@ -207,6 +207,34 @@ rb_prefix_match(const struct rb_prefix *p, const struct sockaddr *sa)
 	return 0;
 }
 
+/* The address as 16 bytes, IPv4 as IPv4-mapped IPv6; 0, or -1 for
+ * another family. */
+static int
+host_bytes(const struct sockaddr *sa, uint8_t out[16])
+{
+	if (sa->sa_family == AF_INET) {
+		memset(out, 0, 10);
+		out[10] = out[11] = 0xff;
+		memcpy(out + 12, &((const struct sockaddr_in *)sa)->sin_addr, 4);
+		return 0;
+	}
+	if (sa->sa_family == AF_INET6) {
+		memcpy(out, &((const struct sockaddr_in6 *)sa)->sin6_addr, 16);
+		return 0;
+	}
+	return -1;
+}
+
+int
+rb_sockaddr_same_host(const struct sockaddr *a, const struct sockaddr *b)
+{
+	uint8_t x[16], y[16];
+
+	if (host_bytes(a, x) < 0 || host_bytes(b, y) < 0)
+		return 0;
+	return memcmp(x, y, sizeof(x)) == 0;
+}
+
 uint64_t
 rb_now_ns(void)
 {

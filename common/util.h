@@ -35,6 +35,10 @@ int rb_prefix_parse(const char *s, struct rb_prefix *p);
 /* 1 when sa (IPv4, IPv6 or IPv4-mapped IPv6) is inside p. */
 int rb_prefix_match(const struct rb_prefix *p, const struct sockaddr *sa);
 
+/* 1 when a and b (IPv4, IPv6, or IPv4-mapped IPv6) are the same host
+ * address; ports are not compared. */
+int rb_sockaddr_same_host(const struct sockaddr *a, const struct sockaddr *b);
+
 /* Monotonic clock in nanoseconds. */
 uint64_t rb_now_ns(void);
 

@@ -34,7 +34,7 @@ struct parser {
 	struct cfg_export *cur;     /* export being parsed, or NULL */
 	int cur_discard;            /* a duplicate: parse, report, drop */
 	/* keys seen in the current section, to catch duplicates */
-	char seen[16][24];
+	char seen[24][32];
 	int nseen;
 	int path_line, size_line;
 	int listen_seen;            /* even if its value was bad */
@@ -296,6 +296,24 @@ target_key(struct parser *p, int line, const char *key, const char *val)
 			     val, CONFIG_MAX_SECONDS);
 		else
 			c->handshake_timeout = (unsigned)v;
+	} else if (strcmp(key, "max-connections-total") == 0) {
+		if (rb_parse_uint(val, 1, CONFIG_MAX_CONNS, &v) < 0)
+			perr(p, line, "max-connections-total: bad value '%s' (1..%u)", val,
+			     CONFIG_MAX_CONNS);
+		else
+			c->max_conns_total = (unsigned)v;
+	} else if (strcmp(key, "max-handshakes") == 0) {
+		if (rb_parse_uint(val, 1, CONFIG_MAX_CONNS, &v) < 0)
+			perr(p, line, "max-handshakes: bad value '%s' (1..%u)", val,
+			     CONFIG_MAX_CONNS);
+		else
+			c->max_handshakes = (unsigned)v;
+	} else if (strcmp(key, "max-connections-per-address") == 0) {
+		if (rb_parse_uint(val, 1, CONFIG_MAX_CONNS, &v) < 0)
+			perr(p, line, "max-connections-per-address: bad value '%s' (1..%u)", val,
+			     CONFIG_MAX_CONNS);
+		else
+			c->max_conns_per_addr = (unsigned)v;
 	} else if (strcmp(key, "stats") == 0) {
 		int b;
 
@@ -907,6 +925,9 @@ config_load(const char *file, int flags, config_error_fn *err, void *arg,
 	c->stats = 1;
 	c->keepalive = CONFIG_DEFAULT_KEEPALIVE;
 	c->handshake_timeout = CONFIG_DEFAULT_HANDSHAKE;
+	c->max_conns_total = CONFIG_DEFAULT_MAX_CONNS_TOTAL;
+	c->max_handshakes = CONFIG_DEFAULT_MAX_HANDSHAKES;
+	c->max_conns_per_addr = CONFIG_DEFAULT_MAX_CONNS_PER_ADDR;
 
 	f = fopen(file, "re");
 	if (f == NULL) {

@@ -26,6 +26,12 @@
 #define CONFIG_DEFAULT_KEEPALIVE   10u   /* seconds */
 #define CONFIG_DEFAULT_HANDSHAKE   15u   /* seconds */
 #define CONFIG_MAX_SECONDS         3600u
+/* Connections before and after authentication (issue 13): every accepted
+ * connection pins its receive ring, so none of these is unlimited. */
+#define CONFIG_DEFAULT_MAX_CONNS_TOTAL    256u
+#define CONFIG_DEFAULT_MAX_HANDSHAKES     64u
+#define CONFIG_DEFAULT_MAX_CONNS_PER_ADDR 32u
+#define CONFIG_MAX_CONNS                  65535u
 #define CONFIG_DEFAULT_FILE        "/etc/rdmablk/rdmablk.conf"
 
 enum durability {
@@ -93,6 +99,9 @@ struct config {
 	int      stats;                      /* count requests (stats = yes) */
 	unsigned keepalive;                  /* s of silence before a probe; 0: none */
 	unsigned handshake_timeout;          /* s from accept to HELLO answered */
+	unsigned max_conns_total;            /* `max-connections-total =` */
+	unsigned max_handshakes;             /* `max-handshakes =`: HELLO/AUTH not done */
+	unsigned max_conns_per_addr;         /* `max-connections-per-address =` */
 	struct cfg_export *exports;          /* in file order */
 	unsigned nexports;
 };

@@ -264,6 +264,8 @@ conn_create(struct target *t, struct rdma_cm_id *id, unsigned cm_qd,
 		t->conns->prev = c;
 	t->conns = c;
 	t->nconns++;
+	c->handshaking = 1;
+	t->nhandshakes++;
 	t->stats.accepted++;
 	return c;
 
@@ -337,8 +339,18 @@ conn_destroy(struct conn *c)
 	if (c->next != NULL)
 		c->next->prev = c->prev;
 	t->nconns--;
+	conn_handshake_done(c);
 	log_debug("%s: connection %llu freed", c->peer, (unsigned long long)c->id);
 	free(c);
+}
+
+void
+conn_handshake_done(struct conn *c)
+{
+	if (c->handshaking) {
+		c->handshaking = 0;
+		c->t->nhandshakes--;
+	}
 }
 
 void
@@ -562,6 +574,7 @@ conn_hello_finish(struct conn *c, struct recv_buf *rb, const struct rb_hello_inf
 	info.inline_max = c->inline_max;
 	snprintf(info.description, sizeof(info.description), "%s", e->cfg->description);
 	c->state = CONN_READY;
+	conn_handshake_done(c);
 	if (conn_post_recv(c, rb) < 0)
 		return;
 	log_info("%s: connected to export %s, queue depth %u, max-io %u, inline %u",

@@ -95,6 +95,7 @@ struct conn {
 
 	/* receive side: buffers of RB_RECV_BUF_SIZE, at most cm_qd + 1 */
 	struct recv_ring ring;
+	int handshaking;            /* counted in t->nhandshakes */
 	struct recv_buf *backlog_head, *backlog_tail;   /* requests without a slot */
 
 	/* control SENDs (HELLO_REPLY, LIST_REPLY) */
@@ -149,6 +150,8 @@ struct conn *conn_create(struct target *t, struct rdma_cm_id *id,
 			 unsigned cm_qd, const struct sockaddr *peer);
 int  conn_accept(struct conn *c, uint8_t peer_responder_resources);
 void conn_established(struct conn *c);
+/* HELLO answered OK, or the connection freed: it leaves t->nhandshakes. */
+void conn_handshake_done(struct conn *c);
 /* Tear the connection down (idempotent); why goes in the one log line. */
 void conn_fail(struct conn *c, const char *why);
 /* Finish what was received, then disconnect (removed export, shutdown). */

@@ -1,6 +1,7 @@
 /* The RDMA CM listener and CM event dispatch. */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -102,18 +103,89 @@ listener_stop(struct target *t)
 	}
 }
 
+/* At most this many refusal lines a second: a flood of connects must not
+ * flood the log.  The ones left out are counted and summed up in the next
+ * line that is logged. */
+#define LISTENER_LOG_PER_S 10
+
+static int
+reject_log_ok(struct target *t)
+{
+	uint64_t sec = rb_now_ns() / 1000000000ull;
+
+	if (sec != t->refuse_log_sec) {
+		t->refuse_log_sec = sec;
+		t->refuse_log_n = 0;
+	}
+	if (t->refuse_log_n >= LISTENER_LOG_PER_S) {
+		t->refuse_log_dropped++;
+		return 0;
+	}
+	t->refuse_log_n++;
+	return 1;
+}
+
 static void
-reject(struct target *t, struct rdma_cm_id *id, uint16_t status, const char *peer,
-       const char *why)
+reject(struct target *t, struct rdma_cm_id *id, uint16_t status, enum stats_refusal why_stat,
+       const char *peer, const char *why)
 {
 	uint8_t priv[sizeof(struct rb_conn_priv)];
 
-	log_warnx("%s: connection refused: %s (%s)", peer, why, rb_error_name(status));
-	stats_refused_status(t, status, 0);
+	if (reject_log_ok(t)) {
+		if (t->refuse_log_dropped > 0)
+			log_warnx("%s: connection refused: %s (%s); %u more refusals not "
+				  "logged before this one", peer, why, rb_error_name(status),
+				  t->refuse_log_dropped);
+		else
+			log_warnx("%s: connection refused: %s (%s)", peer, why,
+				  rb_error_name(status));
+		t->refuse_log_dropped = 0;
+	}
+	stats_refused(t, why_stat);
 	rb_conn_priv_encode(priv, status, 0);
 	if (rdma_reject(id, priv, sizeof(priv)) != 0)
 		log_warn("%s: rdma_reject", peer);
 	rdma_destroy_id(id);
+}
+
+/* Connections from peer's address (any port), in any state. */
+static unsigned
+conns_from(const struct target *t, const struct sockaddr *peer)
+{
+	const struct conn *c;
+	unsigned n = 0;
+
+	for (c = t->conns; c != NULL; c = c->next)
+		if (rb_sockaddr_same_host((const struct sockaddr *)&c->peer_sa, peer))
+			n++;
+	return n;
+}
+
+int
+listener_over_limit(const struct target *t, const struct sockaddr *peer, enum stats_refusal *stat,
+	   char *why, size_t size)
+{
+	const struct config *cfg = t->cfg;
+	unsigned n;
+
+	if (t->nconns >= cfg->max_conns_total) {
+		*stat = STATS_REFUSED_CONN_LIMIT;
+		snprintf(why, size, "max-connections-total (%u) reached", cfg->max_conns_total);
+		return -1;
+	}
+	if (t->nhandshakes >= cfg->max_handshakes) {
+		*stat = STATS_REFUSED_HANDSHAKE_LIMIT;
+		snprintf(why, size, "max-handshakes (%u) in progress", cfg->max_handshakes);
+		return -1;
+	}
+	n = conns_from(t, peer);
+	if (n >= cfg->max_conns_per_addr) {
+		*stat = STATS_REFUSED_ADDRESS_LIMIT;
+		snprintf(why, size, "max-connections-per-address (%u) reached",
+			 cfg->max_conns_per_addr);
+		return -1;
+	}
+	return 0;
 }
 
 /* A copy of what we need from an event, so it can be acked first: an id
@@ -134,36 +206,46 @@ connect_request(struct target *t, const struct cm_event_copy *ev)
 	struct sockaddr *peer = rdma_get_peer_addr(id);
 	uint16_t status, wanted;
 	const char *why = "?";
-	char peer_str[64];
+	enum stats_refusal stat;
+	char peer_str[64], limit[96];
 	struct conn *c;
 	unsigned qd;
 
 	rb_sockaddr_str(peer, peer_str, sizeof(peer_str));
 	if (rb_conn_priv_decode(ev->priv_len ? ev->priv : NULL, ev->priv_len, &status,
 				&wanted, &why) < 0) {
-		reject(t, id, RB_EPROTO, peer_str, why);
+		reject(t, id, RB_EPROTO, STATS_REFUSED_BAD_PRIVATE_DATA, peer_str, why);
 		return;
 	}
 	if (status != RB_OK) {
-		reject(t, id, RB_EPROTO, peer_str, "connect private data has a non-zero status");
+		reject(t, id, RB_EPROTO, STATS_REFUSED_BAD_PRIVATE_DATA, peer_str,
+		       "connect private data has a non-zero status");
 		return;
 	}
 	if (wanted == 0) {
-		reject(t, id, RB_EPROTO, peer_str, "asked for a queue depth of 0");
+		reject(t, id, RB_EPROTO, STATS_REFUSED_BAD_PRIVATE_DATA, peer_str,
+		       "asked for a queue depth of 0");
 		return;
 	}
 	if (!exports_any_allows(t, peer)) {
-		reject(t, id, RB_EACCES, peer_str, "address not allowed by any export");
+		reject(t, id, RB_EACCES, STATS_REFUSED_ADDRESS, peer_str,
+		       "address not allowed by any export");
 		return;
 	}
 	if (t->shutting_down) {
-		reject(t, id, RB_ESHUTDOWN, peer_str, "target is shutting down");
+		reject(t, id, RB_ESHUTDOWN, STATS_REFUSED_SHUTTING_DOWN, peer_str,
+		       "target is shutting down");
+		return;
+	}
+	if (listener_over_limit(t, peer, &stat, limit, sizeof(limit)) < 0) {
+		reject(t, id, RB_EBUSY, stat, peer_str, limit);
 		return;
 	}
 	qd = wanted < t->cfg->queue_depth ? wanted : t->cfg->queue_depth;
 	c = conn_create(t, id, qd, peer);
 	if (c == NULL) {
-		reject(t, id, RB_ENOMEM, peer_str, "cannot set up the connection");
+		reject(t, id, RB_ENOMEM, STATS_REFUSED_RESOURCES, peer_str,
+		       "cannot set up the connection");
 		return;
 	}
 	if (conn_accept(c, ev->responder_resources) < 0) {

@@ -56,6 +56,10 @@ loop_reload(struct target *t)
 	t->cfg->stats = nc->stats;
 	t->cfg->keepalive = nc->keepalive;
 	t->cfg->handshake_timeout = nc->handshake_timeout;
+	/* New limits apply to new connections; none already set up is cut. */
+	t->cfg->max_conns_total = nc->max_conns_total;
+	t->cfg->max_handshakes = nc->max_handshakes;
+	t->cfg->max_conns_per_addr = nc->max_conns_per_addr;
 	if (strcmp(nc->admin_socket, t->cfg->admin_socket) != 0)
 		log_warnx("reload: admin-socket changes need a restart; still on %s",
 			  t->cfg->admin_socket[0] ? t->cfg->admin_socket : "none");

@@ -66,6 +66,9 @@ static const char *const refusal_names[STATS_REFUSED__COUNT] = {
 	[STATS_REFUSED_AUTH]             = "auth_failure",
 	[STATS_REFUSED_PROTOCOL]         = "protocol_error",
 	[STATS_REFUSED_RESOURCES]        = "no_resources",
+	[STATS_REFUSED_CONN_LIMIT]       = "connection_limit",
+	[STATS_REFUSED_HANDSHAKE_LIMIT]  = "handshake_limit",
+	[STATS_REFUSED_ADDRESS_LIMIT]    = "address_limit",
 };
 
 const char *
@@ -319,8 +322,8 @@ json_render(struct target *t, struct sbuf *b)
 		  "  \"stats\": %s,\n", (int)getpid(),
 		  (unsigned long long)((rb_now_ns() - t->stats.start_ns) / 1000000000u),
 		  t->cfg->stats ? "true" : "false");
-	sb_printf(b, "  \"connections\": {\"current\": %u, \"accepted\": %llu, "
-		  "\"closed\": %llu},\n", t->nconns,
+	sb_printf(b, "  \"connections\": {\"current\": %u, \"handshakes\": %u, "
+		  "\"accepted\": %llu, \"closed\": %llu},\n", t->nconns, t->nhandshakes,
 		  (unsigned long long)t->stats.accepted, (unsigned long long)t->stats.closed);
 	sb_printf(b, "  \"refused\": {\"total\": %llu", (unsigned long long)total_refused(t));
 	for (i = 0; i < STATS_REFUSED__COUNT; i++)
@@ -457,8 +460,8 @@ human_render(struct target *t, struct sbuf *b)
 		  (int)getpid(), (unsigned long long)(up / 86400),
 		  (unsigned long long)(up / 3600 % 24), (unsigned long long)(up / 60 % 60),
 		  (unsigned long long)(up % 60), t->cfg->stats ? "on" : "off (stats = no)");
-	sb_printf(b, "connections: %u now, %llu accepted, %llu closed; refused %llu",
-		  t->nconns, (unsigned long long)t->stats.accepted,
+	sb_printf(b, "connections: %u now (%u in the handshake), %llu accepted, %llu closed; "
+		  "refused %llu", t->nconns, t->nhandshakes, (unsigned long long)t->stats.accepted,
 		  (unsigned long long)t->stats.closed, (unsigned long long)total_refused(t));
 	for (i = 0; i < STATS_REFUSED__COUNT; i++)
 		if (t->stats.refused[i] != 0)

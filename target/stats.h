@@ -53,6 +53,10 @@ enum stats_refusal {
 	STATS_REFUSED_AUTH,               /* authentication failed */
 	STATS_REFUSED_PROTOCOL,           /* a malformed HELLO */
 	STATS_REFUSED_RESOURCES,          /* out of memory or verbs resources */
+	/* At CONNECT_REQUEST, before anything is allocated ([target] limits): */
+	STATS_REFUSED_CONN_LIMIT,         /* max-connections-total reached */
+	STATS_REFUSED_HANDSHAKE_LIMIT,    /* max-handshakes in progress */
+	STATS_REFUSED_ADDRESS_LIMIT,      /* max-connections-per-address reached */
 	STATS_REFUSED__COUNT
 };
 

@@ -91,6 +91,11 @@ struct target {
 	struct export *exports;
 	struct conn *conns;
 	unsigned nconns;
+	unsigned nhandshakes;       /* conns not yet READY (HELLO/AUTH not done) */
+	/* listener.c: refusals at CONNECT_REQUEST are logged at most
+	 * LISTENER_LOG_PER_S a second; the rest are counted, then summed up */
+	uint64_t refuse_log_sec;
+	unsigned refuse_log_n, refuse_log_dropped;
 	struct ioq *ioq;            /* backing I/O: io_uring, or worker threads */
 	int shutting_down;
 	uint64_t shutdown_ns;       /* when SIGTERM came: loop.c bounds the drain */
@@ -117,6 +122,11 @@ uint32_t export_flags(const struct export *e);
 int  listener_start(struct target *t);
 void listener_stop(struct target *t);
 void listener_handle_events(struct target *t);
+/* The [target] limits (max-connections-total, max-handshakes,
+ * max-connections-per-address), checked at CONNECT_REQUEST before anything
+ * is allocated.  Returns 0, or -1 with the refusal in *stat and why. */
+int  listener_over_limit(const struct target *t, const struct sockaddr *peer,
+			 enum stats_refusal *stat, char *why, size_t size);
 
 /* loop.c */
 int  loop_run(struct target *t);

@@ -131,6 +131,9 @@ main(void)
 		 "inline-max = 2K\n"
 		 "keepalive = 0\n"
 		 "handshake-timeout = 5\n"
+		 "max-connections-total = 100\n"
+		 "max-handshakes = 10\n"
+		 "max-connections-per-address = 7\n"
 		 "\n"
 		 "[export disk0]\n"
 		 "path = %s\n"
@@ -157,6 +160,9 @@ main(void)
 	check(c->inline_max == 2048, "inline-max = 2K");
 	check(c->keepalive == 0, "keepalive = 0 (disabled)");
 	check(c->handshake_timeout == 5, "handshake-timeout = 5");
+	check(c->max_conns_total == 100 && c->max_handshakes == 10 &&
+	      c->max_conns_per_addr == 7,
+	      "max-connections-total = 100, max-handshakes = 10, max-connections-per-address = 7");
 	check(c->nexports == 2, "two exports");
 	x = config_find_export(c, "disk0");
 	check(x != NULL && x->size == 8u << 20 && !x->read_only &&
@@ -177,7 +183,10 @@ main(void)
 	      c->max_io == 1u << 20 && c->buffer_pool == 64u << 20 &&
 	      c->inline_max == 4096 && c->threads >= 1 &&
 	      c->keepalive == CONFIG_DEFAULT_KEEPALIVE &&
-	      c->handshake_timeout == CONFIG_DEFAULT_HANDSHAKE, "defaults");
+	      c->handshake_timeout == CONFIG_DEFAULT_HANDSHAKE &&
+	      c->max_conns_total == CONFIG_DEFAULT_MAX_CONNS_TOTAL &&
+	      c->max_handshakes == CONFIG_DEFAULT_MAX_HANDSHAKES &&
+	      c->max_conns_per_addr == CONFIG_DEFAULT_MAX_CONNS_PER_ADDR, "defaults");
 	config_free(c);
 
 	/* -n never creates files */
@@ -233,6 +242,19 @@ main(void)
 	expect_error("keepalive with a unit", text, 3, "keepalive: bad value '2s'");
 	snprintf(text, sizeof(text), TARGET "handshake-timeout = 0\n[export a]\npath = %s\n", img);
 	expect_error("handshake-timeout 0", text, 3, "handshake-timeout: bad value '0'");
+	snprintf(text, sizeof(text), TARGET "max-connections-total = 0\n[export a]\npath = %s\n",
+		 img);
+	expect_error("max-connections-total 0", text, 3, "max-connections-total: bad value '0'");
+	snprintf(text, sizeof(text), TARGET "max-handshakes = 65536\n[export a]\npath = %s\n", img);
+	expect_error("max-handshakes too large", text, 3, "max-handshakes: bad value '65536'");
+	snprintf(text, sizeof(text), TARGET "max-connections-per-address = -1\n"
+		 "[export a]\npath = %s\n", img);
+	expect_error("max-connections-per-address negative", text, 3,
+		     "max-connections-per-address: bad value '-1'");
+	/* a key longer than 23 characters is still caught twice */
+	snprintf(text, sizeof(text), TARGET "max-connections-per-address = 4\n"
+		 "max-connections-per-address = 5\n[export a]\npath = %s\n", img);
+	expect_error("duplicate long key", text, 4, "duplicate key 'max-connections-per-address'");
 	snprintf(text, sizeof(text), TARGET "[export a]\npath = %s\nsize = 1000\n", img);
 	expect_error("size not a multiple of 512", text, 5, "multiple of 512");
 
