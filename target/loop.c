@@ -16,6 +16,7 @@
 #include "admin.h"
 #include "conn.h"
 #include "log.h"
+#include "memlock.h"
 #include "rbd.h"
 #include "request.h"
 #include "target.h"
@@ -60,6 +61,7 @@ loop_reload(struct target *t)
 	t->cfg->max_conns_total = nc->max_conns_total;
 	t->cfg->max_handshakes = nc->max_handshakes;
 	t->cfg->max_conns_per_addr = nc->max_conns_per_addr;
+	memlock_check(t->cfg);
 	if (strcmp(nc->admin_socket, t->cfg->admin_socket) != 0)
 		log_warnx("reload: admin-socket changes need a restart; still on %s",
 			  t->cfg->admin_socket[0] ? t->cfg->admin_socket : "none");

@@ -17,6 +17,7 @@
 
 #include "admin.h"
 #include "log.h"
+#include "memlock.h"
 #include "pidfile.h"
 #include "target.h"
 
@@ -90,6 +91,20 @@ stats_main(const char *conf)
 		return 1;
 	}
 	return admin_query(path, stats_human);
+}
+
+/* -n: what LimitMEMLOCK must allow (rdmablk.conf(5), MEMORY). */
+static void
+print_memlock(const struct config *c)
+{
+	struct memlock_need m;
+
+	memlock_need(c, &m);
+	printf("memlock: %llu bytes (%llu MiB) at most: buffer-pool %llu + "
+	       "max-connections-total %u x %llu per connection + %llu\n",
+	       (unsigned long long)m.total, (unsigned long long)((m.total + (1u << 20) - 1) >> 20),
+	       (unsigned long long)m.pool, m.conns, (unsigned long long)m.per_conn,
+	       (unsigned long long)m.slack);
 }
 
 static int
@@ -184,8 +199,9 @@ main(int argc, char **argv)
 				conf);
 			return 1;
 		}
-		config_free(c);
 		printf("configuration OK\n");
+		print_memlock(c);
+		config_free(c);
 		return 0;
 	}
 
@@ -223,6 +239,7 @@ main(int argc, char **argv)
 		fatalx("%u error%s in %s", nerrors, nerrors == 1 ? "" : "s", conf);
 	if (!verbose)
 		log_set_level(t.cfg->log_level);
+	memlock_check(t.cfg);
 	signal(SIGPIPE, SIG_IGN);
 
 	if (setup_loop(&t) < 0)

@@ -44,7 +44,8 @@ grep -qx 'ExecStartPre=/usr/local/sbin/rdmablk-target -n -c /etc/rdmablk/rdmablk
     fail "unit: ExecStartPre does not run -n from /usr/local/sbin"
 grep -qx 'ExecStart=/usr/local/sbin/rdmablk-target -f -c /etc/rdmablk/rdmablk.conf' "$unit" ||
     fail "unit: wrong ExecStart"
-grep -qx 'LimitMEMLOCK=infinity' "$unit" || fail "unit: LimitMEMLOCK=infinity missing"
+# Finite, sized for the default configuration (rdmablk.conf(5), MEMORY; tests/unit/test-limits).
+grep -qx 'LimitMEMLOCK=256M' "$unit" || fail "unit: LimitMEMLOCK=256M missing"
 ok "make install DESTDIR: binary, plugin in $plugindir, unit in $unitdir, example config, 3 man pages"
 
 # ---- the man pages render without warnings

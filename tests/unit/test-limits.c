@@ -1,12 +1,13 @@
 /* Unit test for the [target] connection limits (issue 13): which limit
- * listener_over_limit names for a CONNECT_REQUEST, and how peers are
- * compared (rb_sockaddr_same_host).  No RDMA needed: connections are bare
- * struct conn on the target's list. */
+ * listener_over_limit names for a CONNECT_REQUEST, how peers are compared
+ * (rb_sockaddr_same_host), and the memlock sum of target/memlock.c.  No
+ * RDMA needed: connections are bare struct conn on the target's list. */
 #include <arpa/inet.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "../../target/conn.h"
+#include "../../target/memlock.h"
 
 static int failures;
 
@@ -76,6 +77,7 @@ main(void)
 	enum stats_refusal stat = STATS_REFUSED__COUNT;
 	struct config cfg;
 	struct target t;
+	struct memlock_need need;
 	char why[96] = "";
 
 	check(rb_sockaddr_same_host((struct sockaddr *)&a, (struct sockaddr *)&b),
@@ -115,6 +117,21 @@ main(void)
 	check(refusal(&t, "10.55.0.7", &stat, why) < 0 && stat == STATS_REFUSED_CONN_LIMIT &&
 	      strstr(why, "max-connections-total (6)") != NULL,
 	      "six connections: connection_limit, naming max-connections-total");
+
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.queue_depth = 128;
+	cfg.max_io = 1u << 20;
+	cfg.buffer_pool = (64ull << 20) + 12345;     /* whole buffers only */
+	cfg.max_conns_total = 256;
+	memlock_need(&cfg, &need);
+	check(need.pool == 64ull << 20, "memlock: the pool as registered (whole max-io buffers)");
+	check(need.per_conn == 129ull * RB_RECV_BUF_SIZE + RB_CTRL_MSG_MAX +
+	      (260 + 129) * MEMLOCK_QUEUE_BYTES_PER_WR,
+	      "memlock: a connection = (queue-depth + 1) receive buffers + control + queues");
+	check(need.total == need.pool + 256 * need.per_conn + MEMLOCK_SLACK,
+	      "memlock: pool + max-connections-total x per connection + slack");
+	check(need.total <= 256ull << 20,
+	      "memlock: the defaults fit the unit's LimitMEMLOCK=256M");
 
 	if (failures) {
 		printf("test-limits: %d check(s) failed\n", failures);
