@@ -277,6 +277,19 @@ start_nbdkit() {
     _wait_started nbdkit "$NBDKIT_PID" "$T/nbdkit.pid" "$NBD_SOCK"
 }
 
+# start_good_client EXPORT SECONDS MAXLEN: the good client of the hostile tests, in the background:
+# rdmablk-io stress on EXPORT for SECONDS, 2 threads of verified writes and reads of up to MAXLEN
+# bytes with a 30 s timeout (it exits non-zero on the first error or mismatch), log
+# $LOGS/good.log. Waits until the target logs the connection; sets GOOD_PID.
+start_good_client() {
+    "$BUILD/tests/rdmablk-io" -H "$RDMABLK_ADDR" -e "$1" -t 30 stress "$2" 2 "$3" \
+        >"$LOGS/good.log" 2>&1 &
+    GOOD_PID=$!
+    track_pid "$GOOD_PID"
+    wait_for 60 grep -q "connected to export $1" "$LOGS/target.log" ||
+        fail "the good client never connected"
+}
+
 # target_stat CONF SECTION KEY: one value of `rdmablk-target --stats` for the target running
 # with CONF (the JSON goes to $LOGS/stats.json); non-zero status when the daemon does not answer.
 target_stat() {

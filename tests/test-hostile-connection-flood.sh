@@ -39,12 +39,8 @@ step warmup io -e hostile write 0 1M 1 || fail "first write failed"
 wait_for 60 conns_are "$T/target.conf" 0 || fail "the first connection was not freed"
 base_fds=$(nfds)
 
-"$BUILD/tests/rdmablk-io" -H "$RDMABLK_ADDR" -e good -t 30 stress 36000 2 262144 \
-    >"$LOGS/good.log" 2>&1 &
-good=$!
-track_pid "$good"
-wait_for 60 grep -q 'connected to export good' "$LOGS/target.log" ||
-    fail "the good client never connected"
+start_good_client good 36000 262144
+good=$GOOD_PID
 
 pids=()
 for ((i = 0; i < FLOODERS; i++)); do

@@ -37,14 +37,9 @@ attack() {
     done
 }
 
-# The good client: 2 threads of verified writes and reads up to 1 MiB, 30 s timeout; it exits
-# non-zero on the first error or mismatch.
-"$BUILD/tests/rdmablk-io" -H "$RDMABLK_ADDR" -e disk -t 30 stress 100 2 1048576 \
-    >"$LOGS/good.log" 2>&1 &
-good=$!
-track_pid "$good"
-wait_for 60 grep -q 'connected to export disk' "$LOGS/target.log" ||
-    fail "the good client never connected"
+# The good client: verified writes and reads up to 1 MiB for 100 s.
+start_good_client disk 100 1048576
+good=$GOOD_PID
 
 ATTACK_PIDS=()
 attack 60 starve
