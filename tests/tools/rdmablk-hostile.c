@@ -7,6 +7,7 @@
  *   rdmablk-hostile -H HOST -e EXPORT [-q QD] starve SECONDS
  *   rdmablk-hostile -H HOST -e EXPORT [-q QD] [-t TIMEOUT_S] discard
  *   rdmablk-hostile -H HOST -e EXPORT [-t TIMEOUT_S] churn N
+ *   rdmablk-hostile -H HOST [-B SRC] -e EXPORT [-t TIMEOUT_S] hold N SECONDS
  *   rdmablk-hostile list
  *
  * Written on librdmacm and libibverbs directly, not on the initiator
@@ -41,6 +42,19 @@
  * churn()), and prints "churn: N connections tried, E established, R
  * rejected, F failed": the 1,000-connection flood of make check-long.
  *
+ * hold is the handshake flood (issue 13): it opens N connections, one
+ * after the other, and leaves each un-authenticated for SECONDS: the even
+ * ones send nothing after the connect (the target waits for HELLO), the odd
+ * ones send HELLO and never answer the CHALLENGE (the export should have a
+ * secret-file; without one the target completes the HELLO and that
+ * connection is no handshake any more).  Each asks for queue depth 128 in
+ * the connect, so that a target that pins its full receive ring before any
+ * proof shows it.  Refused connects are closed at once; the rest stay open
+ * until SECONDS have passed.  Prints "hold: N connections tried, E
+ * established, R refused (busy B), F failed; the target closed C" once
+ * every connect was tried ("hold: ... holding" first, then at the end the
+ * same line with "done").  -B binds the connections to source address SRC.
+ *
  * Every wait is bounded by -t (default 10 s): nothing here waits forever.
  * The export must be at least 16 MiB; scenarios write to its first 16 MiB.
  */
@@ -72,6 +86,10 @@
 #define H_RESOLVE_MS  5000
 
 #define H_STARVE_IO   (1u << 20)
+#define H_HOLD_CM_QD  128
+#define H_LEAN_DATA   4096          /* hold: a data buffer nothing uses */
+#define H_LEAN_RECV   2             /* hold: CHALLENGE, and one spare */
+#define H_LEAN_SEND   1             /* hold: the HELLO */
 
 #define WR_KIND_RECV  1u
 #define WR_KIND_SEND  2u
@@ -83,15 +101,17 @@ static struct {
 	const char *host;
 	uint16_t port;
 	const char *export_name;
+	const char *src;                /* -B: source address, or NULL */
 	unsigned timeout_s;
 	unsigned qd;
 	uint64_t seed;
 	int verbose;
 } opt = { .port = RB_DEFAULT_PORT, .timeout_s = 10, .qd = 16, .seed = 1 };
 
-static struct sockaddr_storage dst;
+static struct sockaddr_storage dst, src;
 static const char *cur = "?";      /* the running scenario */
 static int starving;               /* starve: no receive after HELLO_REPLY */
+static int lean;                   /* hold: many connections, small buffers */
 static unsigned nfailed;
 
 static void __attribute__((format(printf, 1, 2)))
@@ -155,6 +175,7 @@ struct hconn {
 	char *extra;
 	uint8_t send_busy[H_NSEND];
 	unsigned send_next;
+	unsigned nsend, nrecv;         /* send slots and receive buffers allocated */
 	int connected;                 /* ESTABLISHED seen */
 	int closed;                    /* DISCONNECTED or a failed completion */
 	char closed_why[160];
@@ -291,6 +312,7 @@ h_open(struct hconn *h)
 	uint64_t deadline = rb_now_ns() + H_RESOLVE_MS * 1000000ull;
 	struct ibv_qp_init_attr qa;
 	int type, status = 0;
+	size_t data_size;
 	unsigned i;
 
 	memset(h, 0, sizeof(*h));
@@ -304,7 +326,8 @@ h_open(struct hconn *h)
 		verdict(0, "rdma_create_id: %s", strerror(errno));
 		goto out_close;
 	}
-	if (rdma_resolve_addr(h->id, NULL, (struct sockaddr *)&dst, H_RESOLVE_MS) != 0) {
+	if (rdma_resolve_addr(h->id, opt.src != NULL ? (struct sockaddr *)&src : NULL,
+			      (struct sockaddr *)&dst, H_RESOLVE_MS) != 0) {
 		verdict(0, "rdma_resolve_addr: %s", strerror(errno));
 		goto out_close;
 	}
@@ -346,23 +369,26 @@ h_open(struct hconn *h)
 		goto out_close;
 	}
 	h->qp = h->id->qp;
-	h->recv_mem = calloc(H_NRECV, RB_RECV_BUF_SIZE);
-	h->send_mem = calloc(H_NSEND, H_SEND_SLOT);
-	h->data = calloc(1, H_DATA_SIZE);
+	h->nrecv = lean ? H_LEAN_RECV : H_NRECV;
+	h->nsend = lean ? H_LEAN_SEND : H_NSEND;
+	data_size = lean ? H_LEAN_DATA : H_DATA_SIZE;
+	h->recv_mem = calloc(h->nrecv, RB_RECV_BUF_SIZE);
+	h->send_mem = calloc(h->nsend, H_SEND_SLOT);
+	h->data = calloc(1, data_size);
 	if (h->recv_mem == NULL || h->send_mem == NULL || h->data == NULL) {
 		verdict(0, "out of memory");
 		goto out_close;
 	}
-	h->recv_mr = ibv_reg_mr(h->pd, h->recv_mem, (size_t)H_NRECV * RB_RECV_BUF_SIZE,
+	h->recv_mr = ibv_reg_mr(h->pd, h->recv_mem, (size_t)h->nrecv * RB_RECV_BUF_SIZE,
 				IBV_ACCESS_LOCAL_WRITE);
-	h->send_mr = ibv_reg_mr(h->pd, h->send_mem, (size_t)H_NSEND * H_SEND_SLOT, 0);
-	h->data_mr = ibv_reg_mr(h->pd, h->data, H_DATA_SIZE, IBV_ACCESS_LOCAL_WRITE |
+	h->send_mr = ibv_reg_mr(h->pd, h->send_mem, (size_t)h->nsend * H_SEND_SLOT, 0);
+	h->data_mr = ibv_reg_mr(h->pd, h->data, data_size, IBV_ACCESS_LOCAL_WRITE |
 				IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE);
 	if (h->recv_mr == NULL || h->send_mr == NULL || h->data_mr == NULL) {
 		verdict(0, "ibv_reg_mr: %s", strerror(errno));
 		goto out_close;
 	}
-	for (i = 0; i < (starving ? 1u : H_NRECV); i++)
+	for (i = 0; i < (starving ? 1u : h->nrecv); i++)
 		if (h_post_recv(h, i) < 0) {
 			verdict(0, "cannot post receives");
 			goto out_close;
@@ -452,7 +478,7 @@ h_handle_wc(struct hconn *h, const struct ibv_wc *wc, struct hev *ev)
 	uint32_t kind = (uint32_t)(wc->wr_id >> 32), idx = (uint32_t)wc->wr_id;
 	char why[160];
 
-	if (kind == WR_KIND_SEND && idx < H_NSEND)
+	if (kind == WR_KIND_SEND && idx < h->nsend)
 		h->send_busy[idx] = 0;
 	if (wc->status != IBV_WC_SUCCESS) {
 		/* On error only wr_id, status, qp_num and vendor_err are valid. */
@@ -463,7 +489,7 @@ h_handle_wc(struct hconn *h, const struct ibv_wc *wc, struct hev *ev)
 		h_mark_closed(h, why);
 		return 0;
 	}
-	if (kind != WR_KIND_RECV || idx >= H_NRECV)
+	if (kind != WR_KIND_RECV || idx >= h->nrecv)
 		return 0;
 	ev->kind = EV_MSG;
 	ev->len = wc->byte_len <= RB_RECV_BUF_SIZE ? wc->byte_len : RB_RECV_BUF_SIZE;
@@ -557,20 +583,20 @@ h_send(struct hconn *h, const void *msg, size_t len)
 {
 	struct ibv_send_wr wr, *bad = NULL;
 	struct ibv_sge sge;
-	unsigned i, slot = H_NSEND;
+	unsigned i, slot = h->nsend;
 	int rc;
 
 	if (len > H_SEND_SLOT)
 		return -1;
-	for (i = 0; i < H_NSEND; i++) {
-		unsigned s = (h->send_next + i) % H_NSEND;
+	for (i = 0; i < h->nsend; i++) {
+		unsigned s = (h->send_next + i) % h->nsend;
 
 		if (!h->send_busy[s]) {
 			slot = s;
 			break;
 		}
 	}
-	if (slot == H_NSEND) {
+	if (slot == h->nsend) {
 		debug("every send slot is busy");
 		return -1;
 	}
@@ -2210,6 +2236,119 @@ churn(unsigned n)
 	return 0;
 }
 
+/* ---- hold: connections held open before authentication ---- */
+
+struct hold_counts {
+	unsigned tried, est, rej, busy, failed, closed;
+};
+
+static void
+hold_print(const struct hold_counts *n, const char *phase)
+{
+	printf("hold: %u connections tried, %u established, %u refused (busy %u), "
+	       "%u failed; the target closed %u; %s\n", n->tried, n->est, n->rej, n->busy,
+	       n->failed, n->closed, phase);
+}
+
+/* Poll every held connection once (no waiting): count the ones the target
+ * closed, and close them here too. */
+static void
+hold_reap(struct hconn *hs, unsigned count, struct hold_counts *n)
+{
+	struct hev ev;
+	unsigned i;
+
+	for (i = 0; i < count; i++) {
+		struct hconn *h = &hs[i];
+
+		if (h->id == NULL)
+			continue;
+		while (h_wait(h, 0, &ev) == EV_MSG)
+			;   /* a CHALLENGE: never answered */
+		if (h->closed) {
+			n->closed++;
+			h_close(h);
+		}
+	}
+}
+
+/* A HELLO as a current initiator sends it to an export with a secret
+ * (RB_HELLO_AUTH_BIND: the target then answers with CHALLENGE, not EPROTO). */
+static size_t
+hold_hello_msg(void *buf)
+{
+	struct rb_hello_info hi;
+
+	memset(&hi, 0, sizeof(hi));
+	hi.flags = RB_HELLO_AUTH_BIND;
+	hi.queue_depth = 8;
+	hi.max_io = H_MAX_IO;
+	memset(hi.nonce, 0xa5, sizeof(hi.nonce));
+	snprintf(hi.export_name, sizeof(hi.export_name), "%s", opt.export_name);
+	return rb_hello_encode(buf, &hi);
+}
+
+static int
+hold(unsigned count, unsigned seconds)
+{
+	uint8_t priv[sizeof(struct rb_conn_priv)];
+	char msg[sizeof(struct rb_hello)], why[128];
+	struct hold_counts n;
+	struct hconn *hs;
+	uint64_t end;
+	unsigned i;
+	int rc = 0;
+
+	cur = "hold";
+	lean = 1;
+	memset(&n, 0, sizeof(n));
+	hs = calloc(count, sizeof(*hs));
+	if (hs == NULL)
+		return verdict(0, "out of memory for %u connections", count);
+	rb_conn_priv_encode(priv, RB_OK, H_HOLD_CM_QD);
+	end = deadline_after_s(seconds);
+	for (i = 0; i < count; i++) {
+		struct hconn *h = &hs[i];
+		enum conn_result cr;
+
+		n.tried++;
+		if (h_open(h) < 0) {
+			rc = 1;
+			break;
+		}
+		cr = h_connect_raw(h, priv, sizeof(priv), why, sizeof(why));
+		if (cr == CONN_OK) {
+			n.est++;
+			if (i % 2 == 1 && h_send(h, msg, hold_hello_msg(msg)) < 0)
+				debug("connection %u: cannot post the HELLO", i);
+			continue;
+		}
+		if (cr == CONN_REJECTED) {
+			n.rej++;
+			n.busy += strcmp(why, rb_error_name(RB_EBUSY)) == 0;
+		} else {
+			n.failed++;
+		}
+		debug("connection %u: %s", i, why);
+		h_close(h);
+	}
+	hold_reap(hs, count, &n);
+	hold_print(&n, "holding");
+	while (rb_now_ns() < end) {
+		struct pollfd pfd = { .fd = -1 };
+
+		hold_reap(hs, count, &n);
+		poll(&pfd, 0, 100);
+	}
+	hold_reap(hs, count, &n);
+	for (i = 0; i < count; i++)
+		if (hs[i].id != NULL)
+			h_close(&hs[i]);
+	free(hs);
+	hold_print(&n, "done");
+	return rc;
+}
+
 /* ---- discard: the TRIM/WRITE_ZEROES cap and the per-connection slots ---- */
 
 /* A TRIM one byte block past RB_DISCARD_MAX must get EINVAL; then QD - 1
@@ -2280,6 +2419,7 @@ usage(void)
 		"       rdmablk-hostile -H HOST -e EXPORT [-q QD] starve SECONDS\n"
 		"       rdmablk-hostile -H HOST -e EXPORT [-q QD] [-t TIMEOUT_S] discard\n"
 		"       rdmablk-hostile -H HOST -e EXPORT [-t TIMEOUT_S] churn N\n"
+		"       rdmablk-hostile -H HOST [-B SRC] -e EXPORT [-t TIMEOUT_S] hold N SECONDS\n"
 		"       rdmablk-hostile list\n");
 	exit(2);
 }
@@ -2304,9 +2444,10 @@ main(int argc, char **argv)
 	unsigned i, nrun = 0;
 	int c, j;
 
-	while ((c = getopt(argc, argv, "+H:p:e:t:q:S:vh")) != -1) {
+	while ((c = getopt(argc, argv, "+H:B:p:e:t:q:S:vh")) != -1) {
 		switch (c) {
 		case 'H': opt.host = optarg; break;
+		case 'B': opt.src = optarg; break;
 		case 'e': opt.export_name = optarg; break;
 		case 'p':
 			if (rb_parse_uint(optarg, 1, 65535, &v) < 0)
@@ -2347,6 +2488,10 @@ main(int argc, char **argv)
 		fprintf(stderr, "rdmablk-hostile: '%s' is not a numeric address\n", opt.host);
 		return 2;
 	}
+	if (opt.src != NULL && rb_sockaddr_parse(opt.src, 0, &src, &alen) < 0) {
+		fprintf(stderr, "rdmablk-hostile: -B '%s' is not a numeric address\n", opt.src);
+		return 2;
+	}
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (strcmp(argv[0], "flood") == 0) {
 		if (argc != 4 || rb_parse_uint(argv[3], 1, 86400, &v) < 0)
@@ -2357,6 +2502,14 @@ main(int argc, char **argv)
 		if (argc != 2 || rb_parse_uint(argv[1], 1, 1000000, &v) < 0)
 			usage();
 		return churn((unsigned)v) ? 1 : 0;
+	}
+	if (strcmp(argv[0], "hold") == 0) {
+		uint64_t secs;
+
+		if (argc != 3 || rb_parse_uint(argv[1], 1, 100000, &v) < 0 ||
+		    rb_parse_uint(argv[2], 1, 86400, &secs) < 0)
+			usage();
+		return hold((unsigned)v, (unsigned)secs) ? 1 : 0;
 	}
 	if (strcmp(argv[0], "discard") == 0) {
 		if (argc != 1)
