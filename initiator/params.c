@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "auth.h"
+#include "hostlist.h"
 #include "protocol.h"
 #include "rdmablk.h"
 #include "util.h"
@@ -55,15 +56,21 @@ set_uint(const char *key, const char *value, uint64_t min, uint64_t max,
 	return 0;
 }
 
-/* hostname=: one target, a name or a numeric address, resolved later. */
+/* hostname=: one target or a comma-separated list of them (hostlist.c),
+ * names or numeric addresses, resolved later.  Checked now, so a bad entry
+ * is reported with the key. */
 static int
 set_hostname(struct rb_opts *o, const char *value, char *err, size_t errlen)
 {
-	if (value[0] == '\0')
-		return bad(err, errlen, "invalid hostname '': empty");
+	struct rb_host_entry entries[RB_MAX_TARGETS];
+	unsigned n;
+
+	if (rb_host_list_parse(value, entries, RB_MAX_TARGETS, &n, err, errlen) < 0)
+		return -EINVAL;
 	free(o->host_);
 	o->host_ = NULL;
 	o->host = NULL;
+	o->ntargets = 0;
 	return set_string(&o->hostname_, NULL, value, err, errlen);
 }
 
@@ -143,25 +150,58 @@ rb_opts_set(struct rb_opts *o, const char *key, const char *value,
 	return -ENOENT;
 }
 
-/* RDMA CM wants a numeric address: resolve a name once, here. */
+/* RDMA CM wants a numeric address: resolve one entry's name, once, here. */
+static int
+resolve_entry(const struct rb_host_entry *e, unsigned idx, unsigned n,
+	      struct rb_target *t, char *err, size_t errlen)
+{
+	struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *ai;
+	char where[32] = "";
+	int r;
+
+	if (n > 1)
+		snprintf(where, sizeof(where), " (entry %u)", idx + 1);
+	r = getaddrinfo(e->name, NULL, &hints, &ai);
+	if (r != 0)
+		return bad(err, errlen, "hostname '%s'%s: %s", e->name, where,
+			   gai_strerror(r));
+	r = getnameinfo(ai->ai_addr, ai->ai_addrlen, t->host, sizeof(t->host), NULL,
+			0, NI_NUMERICHOST);
+	freeaddrinfo(ai);
+	if (r != 0)
+		return bad(err, errlen, "hostname '%s'%s: %s", e->name, where,
+			   gai_strerror(r));
+	return 0;
+}
+
 int
 rb_opts_resolve(struct rb_opts *o, char *err, size_t errlen)
 {
-	struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *ai;
-	char num[64];
-	int r;
+	struct rb_host_entry entries[RB_MAX_TARGETS];
+	unsigned n, i, j;
 
 	if (o->hostname_ == NULL)
 		return bad(err, errlen, "the hostname parameter is required");
-	r = getaddrinfo(o->hostname_, NULL, &hints, &ai);
-	if (r != 0)
-		return bad(err, errlen, "hostname '%s': %s", o->hostname_, gai_strerror(r));
-	r = getnameinfo(ai->ai_addr, ai->ai_addrlen, num, sizeof(num), NULL, 0,
-			NI_NUMERICHOST);
-	freeaddrinfo(ai);
-	if (r != 0)
-		return bad(err, errlen, "hostname '%s': %s", o->hostname_, gai_strerror(r));
-	return set_string(&o->host_, &o->host, num, err, errlen);
+	if (rb_host_list_parse(o->hostname_, entries, RB_MAX_TARGETS, &n, err,
+			       errlen) < 0)
+		return -EINVAL;
+	o->ntargets = 0;
+	for (i = 0; i < n; i++) {
+		struct rb_target *t = &o->targets[i];
+
+		if (resolve_entry(&entries[i], i, n, t, err, errlen) < 0)
+			return -EINVAL;
+		t->port = entries[i].port != 0 ? entries[i].port : o->port;
+		for (j = 0; j < i; j++)
+			if (strcmp(o->targets[j].host, t->host) == 0 &&
+			    o->targets[j].port == t->port)
+				return bad(err, errlen, "hostname entries %u '%s' and "
+					   "%u '%s' are the same target (%s port %u)",
+					   j + 1, entries[j].name, i + 1,
+					   entries[i].name, t->host, t->port);
+	}
+	o->ntargets = n;
+	return set_string(&o->host_, &o->host, o->targets[0].host, err, errlen);
 }
 
 void

@@ -31,10 +31,25 @@
 #define RB_DEFAULT_MAX_IO       (1024u * 1024u)
 #define RB_DEFAULT_TIMEOUT_S    30
 #define RB_DEFAULT_KEEPALIVE_S  2
+/* The most targets one hostname= list may name. */
+#define RB_MAX_TARGETS          16
+
+/* One target of a hostname= list, resolved (rb_opts_resolve). */
+struct rb_target {
+	char     host[64];         /* numeric IPv4 or IPv6 address */
+	uint16_t port;
+};
 
 struct rb_opts {
 	const char *host;          /* numeric IPv4 or IPv6 address of the target */
 	uint16_t    port;          /* default RB_DEFAULT_PORT */
+	/* Several targets exporting one shared backend (hostname=A,B,...),
+	 * in failover order, filled by rb_opts_resolve; host is then
+	 * targets[0].host.  0: host and port name the only target.  With
+	 * more than one, rb_client_open refuses an export that the target
+	 * does not mark shared (RB_EXP_SHARED, docs/durability.md). */
+	unsigned         ntargets;
+	struct rb_target targets[RB_MAX_TARGETS];
 	const char *export_name;   /* required for rb_client_open */
 	unsigned    queue_depth;   /* wanted outstanding requests (1..1024) */
 	uint32_t    max_io;        /* wanted largest request, bytes */
@@ -77,8 +92,10 @@ void rb_opts_init(struct rb_opts *o);
  * bytes) says what was wrong, naming the key. */
 int  rb_opts_set(struct rb_opts *o, const char *key, const char *value,
 		 char *err, size_t errlen);
-/* After the last rb_opts_set: resolve hostname= into the numeric address
- * RDMA CM needs (o->host).  0 or -EINVAL (with err). */
+/* After the last rb_opts_set: resolve every entry of hostname= into the
+ * numeric address RDMA CM needs (o->targets, o->host = the first); an
+ * entry without :PORT gets port=.  0 or -EINVAL (with err naming the
+ * entry). */
 int  rb_opts_resolve(struct rb_opts *o, char *err, size_t errlen);
 /* Frees what rb_opts_set copied; o is left with the defaults. */
 void rb_opts_free(struct rb_opts *o);
@@ -99,6 +116,7 @@ struct rb_stats {
 	uint64_t requests;         /* replies received for data requests */
 	uint64_t resent;           /* requests resent after a reconnect */
 	uint64_t reconnects;       /* connections made after the first */
+	uint64_t failovers;        /* reconnects to another target of the list */
 	uint64_t copy_ns;          /* cumulative time in pool <-> caller copies */
 	uint64_t copy_bytes;       /* bytes copied */
 	uint64_t keepalives;       /* NOPs sent */
