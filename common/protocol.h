@@ -88,7 +88,10 @@ enum rb_opcode {
 #define RB_EXP_MULTI_CONN  0x0020u  /* FLUSH covers writes from every connection */
 #define RB_EXP_DURABLE_ALL 0x0040u  /* durability=always: every write is durable */
 #define RB_EXP_FAST_ZERO   0x0080u  /* WRITE_ZEROES is a cheap metadata operation */
-#define RB_EXP_FLAGS_ALL   0x00ffu
+#define RB_EXP_SHARED      0x0100u  /* `shared = yes`: other targets serve the same
+				     * backend, and what this one acknowledged
+				     * (FLUSH included) holds there too */
+#define RB_EXP_FLAGS_ALL   0x01ffu
 
 /* HELLO flags (initiator wishes). */
 #define RB_HELLO_SEND_INV   0x0001u /* reply SENDs may invalidate the request rkey */

@@ -544,6 +544,12 @@ export_key(struct parser *p, int line, const char *key, char *val)
 			perr(p, line, "description: longer than %d bytes", RB_DESCRIPTION_MAX);
 		else
 			snprintf(e->description, sizeof(e->description), "%s", val);
+	} else if (strcmp(key, "shared") == 0) {
+		if (rb_parse_bool(val, &b) < 0)
+			perr(p, line, "shared: bad boolean '%s' (yes/no/true/false/on/off)",
+			     val);
+		else
+			e->shared = b;
 	} else if (strcmp(key, "max-connections") == 0) {
 		if (rb_parse_uint(val, 0, 65535, &v) < 0)
 			perr(p, line, "max-connections: bad value '%s' (0..65535)", val);

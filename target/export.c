@@ -242,6 +242,8 @@ export_flags(const struct export *e)
 {
 	uint32_t f = RB_EXP_MULTI_CONN;
 
+	if (e->cfg->shared)
+		f |= RB_EXP_SHARED;
 	if (e->cfg->read_only)
 		return f | RB_EXP_READ_ONLY;
 	f |= RB_EXP_FLUSH | RB_EXP_FUA | RB_EXP_TRIM | RB_EXP_ZEROES;

@@ -143,6 +143,7 @@ main(void)
 		 "allow = 10.55.0.0/24 10.55.1.7\n"
 		 "description = first disk\n"
 		 "max-connections = 2\n"
+		 "shared = yes\n"
 		 "[export ro]\n"
 		 "path = %s\n"
 		 "read-only = yes\n", img, img2);
@@ -168,11 +169,12 @@ main(void)
 	check(x != NULL && x->size == 8u << 20 && !x->read_only &&
 	      x->durability == DURABILITY_FUA && x->nallow == 2 &&
 	      x->max_connections == 2 && strcmp(x->description, "first disk") == 0 &&
+	      x->shared &&
 	      x->fd >= 0, "export disk0 values");
 	check(stat(img, &st) == 0 && st.st_size == 8 << 20, "size = 8M created the file");
 	x = config_find_export(c, "ro");
 	check(x != NULL && x->read_only && x->size == 1u << 20 &&
-	      x->durability == DURABILITY_ALWAYS && x->nallow == 0,
+	      x->durability == DURABILITY_ALWAYS && x->nallow == 0 && !x->shared,
 	      "export ro values and defaults");
 	config_free(c);
 
@@ -207,6 +209,8 @@ main(void)
 	expect_error("bad size", text, 5, "bad size");
 	snprintf(text, sizeof(text), TARGET "[export a]\npath = %s\nread-only = maybe\n", img);
 	expect_error("bad bool", text, 5, "bad boolean");
+	snprintf(text, sizeof(text), TARGET "[export a]\npath = %s\nshared = perhaps\n", img);
+	expect_error("bad shared", text, 5, "shared: bad boolean 'perhaps'");
 	snprintf(text, sizeof(text), TARGET "log-level = loud\n[export a]\npath = %s\n", img);
 	expect_error("bad log-level", text, 3, "log-level");
 	snprintf(text, sizeof(text), "[target]\nlisten = 10.55.0.300\n[export a]\npath = %s\n", img);
