@@ -1,5 +1,8 @@
 /* The public client: first connection with retries, and reconnecting with
- * bounded back-off when a connection dies. */
+ * bounded back-off when a connection dies.  With several targets
+ * (hostname=A,B,...) a reconnect is a failover: it tries the next target of
+ * the list first, wrapping around, and the requests that had no reply are
+ * resent there (request.c, aio.c) exactly as after a reconnect to one. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +17,9 @@
 #define RETRY_FIRST_NS     (500 * 1000000ull)
 #define RETRY_MAX_NS       (8000 * 1000000ull)
 #define MAX_QUEUE_DEPTH    1024
+/* With several targets, one connect attempt gets timeout / ntargets, but at
+ * least this, so that a silent host cannot eat the whole budget. */
+#define ATTEMPT_MIN_NS     (2000 * 1000000ull)
 
 struct retire;
 
@@ -24,10 +30,14 @@ struct rb_client {
 	struct rb_export_desc desc;
 	struct rb_stats       stats;
 	struct rb_secret      secret;     /* wiped in rb_client_close */
+	struct rb_target      targets[RB_MAX_TARGETS];  /* failover order */
+	unsigned              ntargets;   /* >= 1 */
+	uint64_t              attempt_ns; /* one connect attempt, ntargets > 1 */
 
 	pthread_mutex_t       lock;       /* conn, connecting */
 	pthread_cond_t        cond;       /* a connect attempt finished */
 	struct rb_conn       *conn;       /* current; may be dead */
+	unsigned              cur;        /* the target conn is (was) on */
 	int                   connecting;
 	struct retire        *retired;    /* teardown threads not yet joined */
 	struct rb_aio_ctx    *aio;        /* asynchronous requests (aio.c) */
@@ -68,7 +78,13 @@ cfg_from_opts(struct rb_client *c, const struct rb_opts *o, int need_export)
 {
 	const char *why = "";
 
-	if (o->host == NULL || strlen(o->host) >= sizeof(c->cfg.host)) {
+	if (o->ntargets > RB_MAX_TARGETS) {
+		rb_log(RB_LOG_ERROR, "%u targets given, at most %u", o->ntargets,
+		       RB_MAX_TARGETS);
+		return -EINVAL;
+	}
+	if (o->ntargets == 0 &&
+	    (o->host == NULL || strlen(o->host) >= sizeof(c->cfg.host))) {
 		rb_log(RB_LOG_ERROR, "no target address given");
 		return -EINVAL;
 	}
@@ -97,8 +113,16 @@ cfg_from_opts(struct rb_client *c, const struct rb_opts *o, int need_export)
 		return -EINVAL;
 	}
 	memset(&c->cfg, 0, sizeof(c->cfg));
-	snprintf(c->cfg.host, sizeof(c->cfg.host), "%s", o->host);
-	c->cfg.port = o->port;
+	if (o->ntargets > 0) {
+		memcpy(c->targets, o->targets, o->ntargets * sizeof(o->targets[0]));
+		c->ntargets = o->ntargets;
+	} else {
+		snprintf(c->targets[0].host, sizeof(c->targets[0].host), "%s", o->host);
+		c->targets[0].port = o->port;
+		c->ntargets = 1;
+	}
+	snprintf(c->cfg.host, sizeof(c->cfg.host), "%s", c->targets[0].host);
+	c->cfg.port = c->targets[0].port;
 	if (o->source != NULL)
 		snprintf(c->cfg.source, sizeof(c->cfg.source), "%s", o->source);
 	if (o->export_name != NULL)
@@ -115,6 +139,9 @@ cfg_from_opts(struct rb_client *c, const struct rb_opts *o, int need_export)
 		return -EINVAL;
 	}
 	c->timeout_ns = (uint64_t)o->timeout_s * 1000000000u;
+	c->attempt_ns = c->timeout_ns / c->ntargets;
+	if (c->attempt_ns < ATTEMPT_MIN_NS)
+		c->attempt_ns = ATTEMPT_MIN_NS;
 	c->retry = o->retry;
 	if (need_export && o->secret_file != NULL) {
 		char msg[512];
@@ -128,30 +155,95 @@ cfg_from_opts(struct rb_client *c, const struct rb_opts *o, int need_export)
 	return 0;
 }
 
-/* The first connection: retry+1 attempts, each bounded by the timeout. */
+/* One connect attempt's deadline: the whole of it for a single target,
+ * a share of it when other targets wait their turn. */
+static uint64_t
+attempt_deadline(const struct rb_client *c, uint64_t deadline_ns)
+{
+	uint64_t until;
+
+	if (c->ntargets == 1)
+		return deadline_ns;
+	until = rb_now_ns() + c->attempt_ns;
+	return until < deadline_ns ? until : deadline_ns;
+}
+
+/* Connect to target idx of the list.  With several targets the export
+ * must be shared: a FLUSH acknowledged by one target promises nothing
+ * about another's backend otherwise (docs/durability.md). */
+static int
+connect_to(struct rb_client *c, unsigned idx, int list_only, uint64_t deadline_ns,
+	   struct rb_conn **out, char *errbuf)
+{
+	struct rb_conn_cfg cfg = c->cfg;
+	struct rb_conn *conn;
+	int r;
+
+	snprintf(cfg.host, sizeof(cfg.host), "%s", c->targets[idx].host);
+	cfg.port = c->targets[idx].port;
+	r = rb_conn_create(&cfg, list_only, attempt_deadline(c, deadline_ns), &conn,
+			   errbuf);
+	if (r < 0)
+		return r;
+	if (!list_only && c->ntargets > 1 && !(conn->exp.flags & RB_EXP_SHARED)) {
+		rb_seterr(errbuf, "export '%s' on %s:%u is not shared (no 'shared = "
+			  "yes' in its [export]): a list of several targets "
+			  "(hostname=A,B) needs a backend they all serve, since a "
+			  "FLUSH acknowledged by one promises nothing about another",
+			  cfg.export_name, cfg.host, cfg.port);
+		rb_conn_unref(conn);
+		return -EINVAL;
+	}
+	*out = conn;
+	return 0;
+}
+
+/* The first connection: retry+1 rounds, each bounded by the timeout; a
+ * round tries every target in list order. */
 static int
 first_connect(struct rb_client *c, int list_only, struct rb_conn **out)
 {
-	char errbuf[RB_ERRBUF] = "";
-	uint64_t backoff = RETRY_FIRST_NS;
-	unsigned attempt;
-	int r = -EIO;
+	char errbuf[RB_MAX_TARGETS][RB_ERRBUF];
+	uint64_t backoff = RETRY_FIRST_NS, round_end;
+	unsigned attempt, i, npermanent;
+	int r = -EIO, rs[RB_MAX_TARGETS];
 
 	for (attempt = 0; attempt <= c->retry; attempt++) {
 		if (attempt > 0) {
 			rb_log(RB_LOG_DEBUG, "%s; retrying in %llu ms (%u left)",
-			       errbuf, (unsigned long long)(backoff / 1000000),
+			       errbuf[c->ntargets - 1],
+			       (unsigned long long)(backoff / 1000000),
 			       c->retry - attempt + 1);
 			sleep_ns(backoff);
 			backoff = backoff * 2 > RETRY_MAX_NS ? RETRY_MAX_NS : backoff * 2;
 		}
-		r = rb_conn_create(&c->cfg, list_only, rb_now_ns() + c->timeout_ns,
-				   out, errbuf);
-		if (r == 0 || permanent(r))
+		round_end = rb_now_ns() + c->timeout_ns;
+		npermanent = 0;
+		for (i = 0; i < c->ntargets; i++) {
+			errbuf[i][0] = '\0';
+			rs[i] = connect_to(c, i, list_only, round_end, out, errbuf[i]);
+			if (rs[i] == 0) {
+				c->cur = i;
+				return 0;
+			}
+			if (c->ntargets > 1)
+				rb_log(RB_LOG_ERROR, "target %u of %u: %s", i + 1,
+				       c->ntargets, errbuf[i]);
+			if (permanent(rs[i]))
+				npermanent++;
+		}
+		if (npermanent == c->ntargets)
 			break;
 	}
-	if (r < 0)
-		rb_log(RB_LOG_ERROR, "%s", errbuf);
+	if (c->ntargets == 1) {
+		rb_log(RB_LOG_ERROR, "%s", errbuf[0]);
+		return rs[0];
+	}
+	rb_log(RB_LOG_ERROR, "none of the %u targets could be used", c->ntargets);
+	r = rs[0];
+	for (i = 1; i < c->ntargets; i++)
+		if (rs[i] != r)
+			r = -EIO;
 	return r;
 }
 
@@ -231,6 +323,7 @@ rb_client_stats(struct rb_client *c, struct rb_stats *s)
 	s->requests = __atomic_load_n(&c->stats.requests, __ATOMIC_RELAXED);
 	s->resent = __atomic_load_n(&c->stats.resent, __ATOMIC_RELAXED);
 	s->reconnects = __atomic_load_n(&c->stats.reconnects, __ATOMIC_RELAXED);
+	s->failovers = __atomic_load_n(&c->stats.failovers, __ATOMIC_RELAXED);
 	s->copy_ns = __atomic_load_n(&c->stats.copy_ns, __ATOMIC_RELAXED);
 	s->copy_bytes = __atomic_load_n(&c->stats.copy_bytes, __ATOMIC_RELAXED);
 	s->keepalives = __atomic_load_n(&c->stats.keepalives, __ATOMIC_RELAXED);
@@ -334,29 +427,40 @@ same_export(const struct rb_client *c, const struct rb_conn *conn, char *errbuf)
 }
 
 /* Connect again until the deadline, with exponential back-off capped at
- * BACKOFF_MAX_NS.  Called by exactly one thread at a time. */
+ * BACKOFF_MAX_NS between rounds.  A round tries every target once, the
+ * next after `from` (the one that failed) first and `from` last; with one
+ * target that is `from` alone.  Called by exactly one thread at a time. */
 static struct rb_conn *
-reconnect(struct rb_client *c, uint64_t deadline_ns, int *err)
+reconnect(struct rb_client *c, unsigned from, uint64_t deadline_ns,
+	  unsigned *at, int *err)
 {
 	char errbuf[RB_ERRBUF] = "";
 	uint64_t backoff = BACKOFF_FIRST_NS, now;
+	unsigned k, i = from, nfinal;
 	struct rb_conn *conn;
-	int r;
+	int r = -EIO;
 
 	for (;;) {
-		r = rb_conn_create(&c->cfg, 0, deadline_ns, &conn, errbuf);
-		if (r == 0) {
-			r = same_export(c, conn, errbuf);
+		nfinal = 0;
+		for (k = 1; k <= c->ntargets; k++) {
+			i = (from + k) % c->ntargets;
+			r = connect_to(c, i, 0, deadline_ns, &conn, errbuf);
 			if (r == 0) {
-				__atomic_add_fetch(&c->stats.reconnects, 1, __ATOMIC_RELAXED);
-				rb_log(RB_LOG_ERROR, "reconnected to %s:%u",
-				       c->cfg.host, c->cfg.port);
-				return conn;
+				r = same_export(c, conn, errbuf);
+				if (r == 0)
+					goto out_connected;
+				rb_conn_unref(conn);
+				nfinal++;       /* another attempt cannot fix it */
+			} else if (permanent(r)) {
+				nfinal++;
 			}
-			rb_conn_unref(conn);
-			break;
+			if (c->ntargets > 1)
+				rb_log(RB_LOG_DEBUG, "failover: target %u of %u: %s",
+				       i + 1, c->ntargets, errbuf);
+			if (rb_now_ns() >= deadline_ns)
+				break;
 		}
-		if (permanent(r))
+		if (nfinal == c->ntargets)
 			break;
 		now = rb_now_ns();
 		if (now + backoff >= deadline_ns)
@@ -366,10 +470,29 @@ reconnect(struct rb_client *c, uint64_t deadline_ns, int *err)
 		sleep_ns(backoff);
 		backoff = backoff * 2 > BACKOFF_MAX_NS ? BACKOFF_MAX_NS : backoff * 2;
 	}
-	rb_log(RB_LOG_ERROR, "reconnect to %s:%u failed: %s", c->cfg.host,
-	       c->cfg.port, errbuf);
+	if (c->ntargets == 1)
+		rb_log(RB_LOG_ERROR, "reconnect to %s:%u failed: %s",
+		       c->targets[0].host, c->targets[0].port, errbuf);
+	else
+		rb_log(RB_LOG_ERROR, "failover from %s:%u failed: none of the %u "
+		       "targets could be used within the timeout; last: %s", c->targets[from].host,
+		       c->targets[from].port, c->ntargets, errbuf);
 	*err = r == -ETIMEDOUT || !permanent(r) ? -EIO : r;
 	return NULL;
+
+out_connected:
+	__atomic_add_fetch(&c->stats.reconnects, 1, __ATOMIC_RELAXED);
+	if (i != from) {
+		__atomic_add_fetch(&c->stats.failovers, 1, __ATOMIC_RELAXED);
+		rb_log(RB_LOG_ERROR, "failed over from %s:%u to %s:%u (target %u of %u)",
+		       c->targets[from].host, c->targets[from].port,
+		       c->targets[i].host, c->targets[i].port, i + 1, c->ntargets);
+	} else {
+		rb_log(RB_LOG_ERROR, "reconnected to %s:%u", c->targets[i].host,
+		       c->targets[i].port);
+	}
+	*at = i;
+	return conn;
 }
 
 /* A live connection with a reference for the caller, or NULL and *err. */
@@ -377,6 +500,7 @@ struct rb_conn *
 rb_client_get_conn(struct rb_client *c, uint64_t deadline_ns, int *err)
 {
 	struct rb_conn *conn, *old;
+	unsigned from, at = 0;
 	struct timespec ts = { .tv_sec = (time_t)(deadline_ns / 1000000000u),
 			       .tv_nsec = (long)(deadline_ns % 1000000000u) };
 
@@ -392,7 +516,8 @@ rb_client_get_conn(struct rb_client *c, uint64_t deadline_ns, int *err)
 			if (pthread_cond_timedwait(&c->cond, &c->lock, &ts) == ETIMEDOUT) {
 				pthread_mutex_unlock(&c->lock);
 				rb_log(RB_LOG_ERROR, "%s:%u: not reconnected within the "
-				       "timeout", c->cfg.host, c->cfg.port);
+				       "timeout", c->targets[c->cur].host,
+				       c->targets[c->cur].port);
 				*err = -EIO;
 				return NULL;
 			}
@@ -401,15 +526,18 @@ rb_client_get_conn(struct rb_client *c, uint64_t deadline_ns, int *err)
 		old = c->conn;
 		c->conn = NULL;
 		c->connecting = 1;
+		from = c->cur;
 		pthread_mutex_unlock(&c->lock);
 
 		if (old != NULL)
 			retire(c, old);
-		conn = reconnect(c, deadline_ns, err);
+		conn = reconnect(c, from, deadline_ns, &at, err);
 
 		pthread_mutex_lock(&c->lock);
 		c->connecting = 0;
 		c->conn = conn;
+		if (conn != NULL)
+			c->cur = at;
 		pthread_cond_broadcast(&c->cond);
 		if (conn == NULL) {
 			pthread_mutex_unlock(&c->lock);

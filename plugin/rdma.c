@@ -1,6 +1,7 @@
 /* nbdkit-rdma-plugin: serve an rdmablk export over NBD.
  *
- *   nbdkit rdma hostname=10.55.0.1 export=disk0 [port=10810] [queue-depth=N]
+ *   nbdkit rdma hostname=10.55.0.1[,10.55.0.2:PORT,[fd00::1]:PORT...] export=disk0
+ *               [port=10810] [queue-depth=N]
  *               [timeout=SECS] [retry=N] [keepalive=SECS] [busy-poll=BOOL]
  *               [secret-file=FILE] [mr=window|static] [source-address=ADDR]
  *
@@ -139,8 +140,10 @@ rdmaplug_config_complete(void)
 }
 
 #define rdmaplug_config_help \
-	"hostname=<ADDR>      (required) The rdmablk target's address or name.\n" \
-	"port=<PORT>          The target's port (default 10810).\n" \
+	"hostname=<ADDR>      (required) The rdmablk target's address or name; or\n" \
+	"                     several, comma-separated, for failover between targets of\n" \
+	"                     one shared export: A,B:PORT,[IPV6]:PORT (in list order).\n" \
+	"port=<PORT>          The targets' port where an entry has none (default 10810).\n" \
 	"export=<NAME>        The export (default: the name the NBD client asks for).\n" \
 	"queue-depth=<N>      Requests in flight per connection (default 32).\n" \
 	"timeout=<SECS>       Per-request deadline, including reconnecting (default 30).\n" \

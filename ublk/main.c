@@ -1,6 +1,6 @@
 /* rdmablk-ublk: serve an rdmablk export as /dev/ublkbN.
  *
- *   rdmablk-ublk add [--foreground] hostname=H export=E [port=P] [queues=N]
+ *   rdmablk-ublk add [--foreground] hostname=H[,H2...] export=E [port=P] [queues=N]
  *                    [queue-depth=N] [timeout=S] [secret-file=F] [...]
  *   rdmablk-ublk del /dev/ublkbN
  *   rdmablk-ublk list
@@ -72,7 +72,9 @@ usage(FILE *f)
 		"       rdmablk-ublk list\n"
 		"keys: hostname export port queue-depth timeout retry keepalive busy-poll\n"
 		"      secret-file mr source-address (as the nbdkit plugin),\n"
-		"      queues=N (1..%u, default 1)\n",
+		"      queues=N (1..%u, default 1)\n"
+		"hostname=A,B:PORT,[IPV6]:PORT: targets of one shared export, failover\n"
+		"      in list order\n",
 		UB_MAX_QUEUES);
 }
 

@@ -407,11 +407,11 @@ print_stats(struct rb_client *c)
 
 	rb_client_stats(c, &s);
 	fprintf(stderr, "stats: requests=%" PRIu64 " resent=%" PRIu64
-		" reconnects=%" PRIu64 " keepalives=%" PRIu64
+		" reconnects=%" PRIu64 " failovers=%" PRIu64 " keepalives=%" PRIu64
 		" copy_bytes=%" PRIu64 " copy_ns=%" PRIu64 " copy_MBps=%.0f"
 		" leader_sleeps=%" PRIu64 " follower_wakes=%" PRIu64
 		" handoffs=%" PRIu64 "\n",
-		s.requests, s.resent, s.reconnects, s.keepalives, s.copy_bytes,
+		s.requests, s.resent, s.reconnects, s.failovers, s.keepalives, s.copy_bytes,
 		s.copy_ns, s.copy_ns ? (double)s.copy_bytes * 1e3 / (double)s.copy_ns : 0.0,
 		s.leader_sleeps, s.follower_wakes, s.handoffs);
 }
