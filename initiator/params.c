@@ -195,10 +195,9 @@ rb_opts_resolve(struct rb_opts *o, char *err, size_t errlen)
 		for (j = 0; j < i; j++)
 			if (strcmp(o->targets[j].host, t->host) == 0 &&
 			    o->targets[j].port == t->port)
-				return bad(err, errlen, "hostname entries %u '%s' and "
-					   "%u '%s' are the same target (%s port %u)",
-					   j + 1, entries[j].name, i + 1,
-					   entries[i].name, t->host, t->port);
+				return bad(err, errlen, "hostname entries %u and %u "
+					   "are the same target, %s port %u", j + 1,
+					   i + 1, t->host, t->port);
 	}
 	o->ntargets = n;
 	return set_string(&o->host_, &o->host, o->targets[0].host, err, errlen);

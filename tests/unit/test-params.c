@@ -110,7 +110,7 @@ target_lists(void)
 	      strstr(err, "hostname 'no-such-host.invalid' (entry 2)") && o.host == NULL);
 	CHECK(set(&o, "hostname", "127.0.0.1,127.0.0.1:10900") == 0);
 	CHECK(resolve(&o) == -EINVAL &&
-	      strstr(err, "entries 1 '127.0.0.1' and 2 '127.0.0.1' are the same target"));
+	      strstr(err, "entries 1 and 2 are the same target, 127.0.0.1 port 10900"));
 	CHECK(set(&o, "hostname", "127.0.0.1,127.0.0.1:10901") == 0 && resolve(&o) == 0 &&
 	      o.ntargets == 2);
 	rb_opts_free(&o);
