@@ -400,6 +400,46 @@ unit_conf() {
     mv "$conf.new" "$conf"
 }
 
+# ---------------------------------------------------------------- qemu-io on one NBD connection
+
+# start_qemu_io URI: qemu-io holding one NBD connection to URI, reading its commands from fd 7
+# (echo "read 0 4096" >&7), output in $LOGS/qemu-io.log; returns once a first 4 KiB read of
+# offset 0 succeeded. Sets QEMU_IO_PID; stop_qemu_io ends it.
+start_qemu_io() {
+    mkfifo "$T/qemu-io.in"
+    qemu-io -f raw "$1" <"$T/qemu-io.in" >"$LOGS/qemu-io.log" 2>&1 &
+    QEMU_IO_PID=$!
+    track_pid "$QEMU_IO_PID"
+    exec 7>"$T/qemu-io.in"
+    echo "read 0 4096" >&7
+    wait_for 60 qemu_io_reads_above 0 || fail "qemu-io cannot read"
+}
+
+# qemu_io_reads: how many 4 KiB reads qemu-io reported done so far.
+qemu_io_reads() {
+    grep -c 'read 4096/4096 bytes' "$LOGS/qemu-io.log" || true
+}
+
+# qemu_io_reads_above N: true when more than N reads are done (for wait_for).
+qemu_io_reads_above() {
+    [ "$(qemu_io_reads)" -gt "$1" ]
+}
+
+# qemu_io_read_again N: send one more read, give it half a second, then qemu_io_reads_above N
+# (for wait_for: reads work again).
+qemu_io_read_again() {
+    echo "read 0 4096" >&7
+    sleep 0.5
+    qemu_io_reads_above "$1"
+}
+
+# stop_qemu_io: quit qemu-io and wait for it.
+stop_qemu_io() {
+    echo quit >&7
+    exec 7>&-
+    wait_exit 30 "$QEMU_IO_PID" || true
+}
+
 # ---------------------------------------------------------------- sanitizers
 
 # Under `make check SANITIZE=1` the plugin is built with ASan, and nbdkit (not built with it)

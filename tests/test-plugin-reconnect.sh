@@ -87,15 +87,7 @@ ok "library: stopped target gives EIO after ${took}s (timeout=5 keepalive=1)"
 kill "$NBDKIT_PID"
 wait "$NBDKIT_PID" 2>/dev/null || true
 start_nbdkit hostname="$RDMABLK_ADDR" export=disk0 timeout=5 keepalive=1
-mkfifo "$T/qemu-io.in"
-qemu-io -f raw "$NBD_URI" <"$T/qemu-io.in" >"$LOGS/qemu-io.log" 2>&1 &
-qio=$!
-track_pid "$qio"
-exec 7>"$T/qemu-io.in"
-reads_ok() { grep -c 'read 4096/4096 bytes' "$LOGS/qemu-io.log" || true; }
-first_read() { [ "$(reads_ok)" -ge 1 ]; }
-echo "read 0 4096" >&7
-wait_for 60 first_read || fail "qemu-io cannot read"
+start_qemu_io "$NBD_URI"
 
 kill -STOP "$TARGET_PID"
 start=$(date +%s.%N)
@@ -109,14 +101,6 @@ kill -CONT "$TARGET_PID"
 echo "$took <= 14" | bc | grep -qx 1 || fail "EIO took ${took}s with timeout=5"
 ok "stopped target: EIO after ${took}s (timeout=5 keepalive=1)"
 
-before=$(reads_ok)
-recovered() {
-    echo "read 0 4096" >&7
-    sleep 0.5
-    [ "$(reads_ok)" -gt "$before" ]
-}
-wait_for 60 recovered || fail "reads do not succeed after SIGCONT"
-echo quit >&7
-exec 7>&-
-wait_exit 30 "$qio" || true
+wait_for 60 qemu_io_read_again "$(qemu_io_reads)" || fail "reads do not succeed after SIGCONT"
+stop_qemu_io
 ok "reads succeed again after SIGCONT"
