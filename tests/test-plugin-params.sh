@@ -1,7 +1,8 @@
 #!/bin/bash
 # nbdkit rdma parameters: --help documents every one; missing hostname, an unknown or
-# reserved parameter, a bad port, an unknown export, nothing listening and an unreachable
-# host each fail nbdkit startup with a clear message and a non-zero exit.
+# reserved parameter, a bad port, an unknown export, nothing listening, an unreachable
+# host, a bad entry in a hostname= list and a list whose export is not shared each fail
+# nbdkit startup with a clear message and a non-zero exit.
 # shellcheck source=tests/lib.sh
 . "$(dirname "$0")/lib.sh"
 # shellcheck source=tests/plugin-conf.sh
@@ -49,6 +50,20 @@ expect_fail bad-qd "invalid queue-depth '0'" hostname="$RDMABLK_ADDR" queue-dept
 expect_fail bad-export "invalid export '-x'" hostname="$RDMABLK_ADDR" export=-x
 expect_fail bad-bool 'busy-poll|could not decipher' hostname="$RDMABLK_ADDR" busy-poll=maybe
 expect_fail bad-host "hostname 'no-such-host.invalid'" hostname=no-such-host.invalid export=disk0
+# hostname= lists: each bad entry is named.
+expect_fail list-empty-entry "invalid hostname entry 2 '': empty" \
+    hostname="$RDMABLK_ADDR," export=disk0
+expect_fail list-bad-port "invalid hostname entry 2 '10.55.0.2:0': port '0' is not an integer in 1..65535" \
+    hostname="$RDMABLK_ADDR,10.55.0.2:0" export=disk0
+expect_fail list-bracket "invalid hostname entry 1 '\[fd00::1:10810': no closing '\]'" \
+    hostname="[fd00::1:10810,$RDMABLK_ADDR" export=disk0
+expect_fail list-bad-host "hostname 'no-such-host.invalid' \(entry 2\)" \
+    hostname="$RDMABLK_ADDR,no-such-host.invalid" export=disk0
+expect_fail list-same-target "entries 1 and 2 are the same target, $RDMABLK_ADDR port 10810" \
+    hostname="$RDMABLK_ADDR,$RDMABLK_ADDR:10810" export=disk0
+# disk0 has no `shared = yes`: a list of targets is refused (docs/durability.md).
+expect_fail list-unshared "export 'disk0' on $RDMABLK_ADDR:10810 is not shared" \
+    hostname="$RDMABLK_ADDR,$RDMABLK_ADDR:10999" export=disk0 timeout=5
 expect_fail unknown-export "export 'nosuch'.*no such export \(ENOENT\)" \
     hostname="$RDMABLK_ADDR" export=nosuch
 expect_fail not-listening "no rdmablk target is listening on $RDMABLK_ADDR:10999" \
