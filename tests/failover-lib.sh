@@ -1,0 +1,50 @@
+# Shared by the failover tests: a second address on the guest's netdev and two targets on
+# $RDMABLK_ADDR and $ADDR2 that export the same backing file, $T/disk0.img, as disk0 with
+# `shared = yes` (one host, one page cache: a shared backend for the purpose of the test).
+# Sourced after lib.sh. start_two_targets sets PID_A and PID_B; the configs are $T/a.conf
+# and $T/b.conf (for target_stat/conns_are), the logs a.log and b.log.
+# shellcheck shell=bash
+ADDR2=${RDMABLK_ADDR2:-10.55.0.2}
+NETDEV=${RDMABLK_NETDEV:-d0}
+
+# add_second_address: put $ADDR2 on $NETDEV (removed at exit) and wait until the RDMA device
+# has a GID for it, i.e. RDMA CM can bind and reach it.
+add_second_address() {
+    local gid
+    [ "$(id -u)" = 0 ] || skip "needs root (adds an address to $NETDEV)"
+    [ "${RDMABLK_IN_GUEST:-0}" = 1 ] || skip "adds $ADDR2 to $NETDEV: only in the guest"
+    ip addr add "$ADDR2/24" dev "$NETDEV" || fail "cannot add $ADDR2 to $NETDEV"
+    on_exit ip addr del "$ADDR2/24" dev "$NETDEV"
+    gid=$(printf '0000:0000:0000:0000:0000:ffff:%02x%02x:%02x%02x' $(echo "$ADDR2" | tr . ' '))
+    wait_for 30 grep -qx "$gid" /sys/class/infiniband/*/ports/1/gids/* ||
+        fail "no RDMA GID for $ADDR2"
+}
+
+# write_shared_conf NAME ADDR [IMG]: a target config on ADDR exporting IMG (default
+# $T/disk0.img) as disk0, 64M, shared, with its own admin socket.
+write_shared_conf() {
+    cat >"$T/$1.conf" <<CONF
+[target]
+listen = $2
+port = 10810
+queue-depth = 64
+max-io = 1M
+admin-socket = $T/$1.sock
+stats = yes
+[export disk0]
+path = ${3:-$T/disk0.img}
+size = 64M
+shared = yes
+CONF
+}
+
+# start_two_targets [IMG_B]: target a on $RDMABLK_ADDR and target b on $ADDR2, both serving
+# $T/disk0.img (target b: IMG_B instead, for a negative control).
+start_two_targets() {
+    write_shared_conf a "$RDMABLK_ADDR"
+    write_shared_conf b "$ADDR2" "${1:-}"
+    TARGET_NAME=a start_target "$T/a.conf"
+    PID_A=$TARGET_PID
+    TARGET_NAME=b start_target "$T/b.conf"
+    PID_B=$TARGET_PID
+}
