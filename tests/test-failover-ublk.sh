@@ -1,0 +1,42 @@
+#!/bin/bash
+# guest-kernel: 6.12
+# Failover under load through rdmablk-ublk: two targets on two addresses export one shared
+# file; /dev/ublkbN is added with hostname=A,B (two queues, two RDMA connections), fio writes
+# with crc32c verify, target A is killed with SIGKILL mid-write, both queues fail over to B
+# and resend, and fio finishes without an error with its verify of every block passing.
+# shellcheck source=tests/ublk-lib.sh
+. "$(dirname "$0")/ublk-lib.sh"
+# shellcheck source=tests/failover-lib.sh
+. "$(dirname "$0")/failover-lib.sh"
+
+requires fio ip
+require_rdma
+require_ublk
+add_second_address
+start_two_targets
+ublk_add ublk hostname="$RDMABLK_ADDR,$ADDR2" export=disk0 queues=2 timeout=90 keepalive=1
+
+fio --name=w --filename="$DEV" --allow_file_create=0 --ioengine=libaio --direct=1 --rw=randwrite \
+    --bssplit=4k/60:64k/30:1m/10 --iodepth=16 --numjobs=2 --offset_increment=32M --size=32M \
+    --verify=crc32c --verify_fatal=1 --do_verify=1 --rate=,1m --group_reporting >"$LOGS/fio.log" 2>&1 &
+fio_pid=$!
+track_pid "$fio_pid"
+# Writes are capped at 1M/s per job (--rate) so that the kill falls inside the write phase;
+# progress is the device's own count of sectors written (cheap, unlike --stats under TCG).
+written() { awk '{ print $7 * 512 }' "/sys/block/${DEV#/dev/}/stat"; }
+started() { [ "$(written)" -gt $((8 << 20)) ]; }
+wait_for 180 started || fail "fio makes no progress"
+conns_are "$T/a.conf" 2 || fail "the two queues are not both on target a"
+at=$(written)
+kill -KILL "$PID_A"
+wait "$PID_A" 2>/dev/null || true
+[ "$at" -lt $((56 << 20)) ] || fail "fio was (nearly) done writing before target a was killed"
+ok "target a killed (-9) with $((at >> 20))M of 64M written"
+
+rc=0
+wait_exit 280 "$fio_pid" || rc=$?
+[ "$rc" = 0 ] || fail "fio exited $rc across the failover"
+grep -q 'err= 0' "$LOGS/fio.log" || fail "fio reported errors"
+n=$(grep -c "failed over from $RDMABLK_ADDR:10810 to $ADDR2:10810" "$LOGS/ublk.log" || true)
+[ "$n" -ge 2 ] || fail "the server shows $n failovers to b, expected one per queue"
+ok "fio finished, crc32c verify passed after the failover ($n failovers)"
