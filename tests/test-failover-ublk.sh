@@ -23,10 +23,10 @@ fio_pid=$!
 track_pid "$fio_pid"
 # Writes are capped at 1M/s per job (--rate) so that the kill falls inside the write phase;
 # progress is the device's own count of sectors written (cheap, unlike --stats under TCG).
+# That both queues were on target a shows at the end: both fail over from it.
 written() { awk '{ print $7 * 512 }' "/sys/block/${DEV#/dev/}/stat"; }
 started() { [ "$(written)" -gt $((8 << 20)) ]; }
 wait_for 180 started || fail "fio makes no progress"
-conns_are "$T/a.conf" 2 || fail "the two queues are not both on target a"
 at=$(written)
 kill -KILL "$PID_A"
 wait "$PID_A" 2>/dev/null || true
