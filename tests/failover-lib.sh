@@ -38,6 +38,31 @@ shared = yes
 CONF
 }
 
+# kill_a_mid_write CMD...: once CMD (it prints the bytes fio wrote so far) says that more than
+# 8M of the 64M are written, SIGKILL target a; fail unless that was before 56M. The fio jobs
+# cap their writes (--rate) so that the kill falls inside the write phase; CMD must be cheap
+# (--stats is too slow on a loaded TCG host to time the kill).
+kill_a_mid_write() {
+    local at
+    wait_for 180 _written_above $((8 << 20)) "$@" || fail "fio makes no progress"
+    at=$("$@")
+    kill -KILL "$PID_A"
+    wait "$PID_A" 2>/dev/null || true
+    [ "$at" -lt $((56 << 20)) ] || fail "fio was (nearly) done writing before target a was killed"
+    ok "target a killed (-9) with about $((at >> 20))M of 64M written"
+}
+
+_written_above() {
+    local n=$1
+    shift
+    [ "$("$@")" -gt "$n" ]
+}
+
+# failovers_in LOG: how many connections LOG says failed over from target a to target b.
+failovers_in() {
+    grep -c "failed over from $RDMABLK_ADDR:10810 to $ADDR2:10810" "$1" || true
+}
+
 # start_two_targets [IMG_B]: target a on $RDMABLK_ADDR and target b on $ADDR2, both serving
 # $T/disk0.img (target b: IMG_B instead, for a negative control).
 start_two_targets() {
