@@ -755,6 +755,10 @@ end_section(struct parser *p)
 	p->nseen = 0;
 	if (e == NULL)
 		return;
+	/* An RBD image is one store behind every target that exports it
+	 * (docs/durability.md): shared unless the section says otherwise. */
+	if (e->shared < 0)
+		e->shared = e->is_rbd;
 	if (e->path == NULL)
 		perr(p, e->line, "[export %s]: missing path", e->name);
 	else if (!e->is_rbd && e->ceph_line != 0)
@@ -811,6 +815,7 @@ section(struct parser *p, int line, char *s)
 	e->line = line;
 	e->durability = DURABILITY_ALWAYS;
 	e->listed = -1;
+	e->shared = -1;
 	p->cur = e;
 	p->cur_discard = 0;
 	p->path_line = p->size_line = line;

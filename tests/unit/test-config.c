@@ -366,6 +366,23 @@ main(void)
 	chmod(img2, 0644);
 	expect_error("world-readable keyring", text, 6, "is readable by everyone (mode 0644)");
 
+	/* shared = defaults to yes for RBD images (one store behind every
+	 * target), no for files; either way the key decides. */
+	snprintf(text, sizeof(text), TARGET "[export r1]\npath = rbd:p/i\n"
+		 "[export r2]\npath = rbd:p/j\nshared = no\n"
+		 "[export f]\npath = %s\nshared = yes\n", img2);
+	c = load(text, CONFIG_NO_OPEN, &e);
+	check(c != NULL, "rbd and file exports parse (errors: %s)", e.n ? e.text : "none");
+	if (c != NULL) {
+		check(config_find_export(c, "r1") != NULL && config_find_export(c, "r1")->shared == 1,
+		      "an RBD export is shared by default");
+		check(config_find_export(c, "r2") != NULL && config_find_export(c, "r2")->shared == 0,
+		      "shared = no on an RBD export");
+		check(config_find_export(c, "f") != NULL && config_find_export(c, "f")->shared == 1,
+		      "shared = yes on a file export");
+		config_free(c);
+	}
+
 	/* every error at once */
 	snprintf(text, sizeof(text),
 		 "[target]\nlisten = nowhere\nqueue-depth = 0\n[export a]\nfoo = 1\n");
