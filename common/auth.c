@@ -139,6 +139,20 @@ out_close:
 }
 
 int
+rb_secret_id(const struct rb_secret *s, uint8_t id[RB_MAC_LEN])
+{
+	static const char label[] = "rdmablk-key-id";
+	unsigned int outlen = 0;
+
+	if (s->key == NULL)
+		return -1;
+	if (HMAC(EVP_sha256(), s->key, (int)s->len, (const uint8_t *)label,
+		 sizeof(label) - 1, id, &outlen) == NULL || outlen != RB_MAC_LEN)
+		return -1;
+	return 0;
+}
+
+int
 rb_auth_nonce(uint8_t nonce[RB_NONCE_LEN])
 {
 	return RAND_bytes(nonce, RB_NONCE_LEN) == 1 ? 0 : -1;

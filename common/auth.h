@@ -47,6 +47,11 @@ void rb_secret_wipe(struct rb_secret *s);
 /* Copy (for a connection that outlives its config).  0 or -1. */
 int  rb_secret_dup(struct rb_secret *dst, const struct rb_secret *src);
 
+/* A key's identity, HMAC(K, "rdmablk-key-id"): equal for equal keys, and
+ * tells nothing of K, so a connection can remember which key it
+ * authenticated with without keeping a copy of it.  0 or -1. */
+int  rb_secret_id(const struct rb_secret *s, uint8_t id[RB_MAC_LEN]);
+
 /* Fresh nonce from RAND_bytes.  0 or -1. */
 int  rb_auth_nonce(uint8_t nonce[RB_NONCE_LEN]);
 /* The target's proof Mt and the initiator's proof Mi over the connection

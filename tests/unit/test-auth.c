@@ -151,6 +151,26 @@ test_binding(void)
 	CHECK(!rb_auth_mac_equal(mt, m));
 }
 
+/* A key's identity: a fixed vector, equal for an equal key, different for
+ * another, and no identity for no key. */
+static void
+test_key_id(void)
+{
+	struct rb_secret s = { (uint8_t *)"secret", 6 }, s2 = { (uint8_t *)"secrex", 6 };
+	struct rb_secret none = { NULL, 0 };
+	uint8_t a[RB_MAC_LEN], b[RB_MAC_LEN];
+	char h[2 * RB_MAC_LEN + 1];
+
+	CHECK(rb_secret_id(&s, a) == 0);
+	hex(a, h);
+	CHECK(strcmp(h, "2cbcd0e5b9a44bb44756c206b0749542856028ba49f4fb39c87bd20b38d91d4b") == 0);
+	CHECK(rb_secret_id(&s2, b) == 0);
+	hex(b, h);
+	CHECK(strcmp(h, "baacb175f92728a2f46c31a85931d5e460412a88bf50c348ef4e20ab7df88aae") == 0);
+	CHECK(!rb_auth_mac_equal(a, b));
+	CHECK(rb_secret_id(&none, b) == -1);
+}
+
 static void
 test_nonces(void)
 {
@@ -228,6 +248,7 @@ main(void)
 {
 	test_vectors();
 	test_binding();
+	test_key_id();
 	test_nonces();
 	test_files();
 	printf("test-auth: %d checks, %d failed\n", checks, failures);
