@@ -131,7 +131,8 @@ const struct cfg_export *config_find_export(const struct config *c,
 int cfg_export_allows(const struct cfg_export *e, const struct sockaddr *sa);
 /* The key sa must prove for export e: that of the longest allow prefix that
  * matches sa, if its line has a secret-file=, else the export's
- * secret-file.  NULL when none is needed. */
+ * secret-file.  NULL when none is needed.  HELLO and the reload re-check
+ * (revoke.c) both ask here. */
 const struct rb_secret *cfg_export_secret(const struct cfg_export *e,
 					  const struct sockaddr *sa);
 /* 1 when LIST shows e to sa: `listed = yes`, or no `listed` and no key

@@ -651,9 +651,16 @@ conn_hello(struct conn *c, struct recv_buf *rb)
 	}
 	/* Mt proves we know the key (over the initiator's fresh nonce); the
 	 * Mi we expect covers our fresh nonce, so a recorded AUTH from an
-	 * earlier connection never matches. */
+	 * earlier connection never matches.  The key's identity stays with
+	 * the connection, for the reload check (revoke.c). */
 	if (conn_challenge(c, k, &h, &ch, cwhy, sizeof(cwhy)) < 0) {
 		hello_refuse(c, RB_ENOMEM, h.export_name, cwhy);
+		return;
+	}
+	c->key_set = rb_secret_id(k, c->key_id) == 0;
+	if (!c->key_set) {
+		rb_auth_wipe(&ch, sizeof(ch));
+		hello_refuse(c, RB_ENOMEM, h.export_name, "cannot compute the key's identity");
 		return;
 	}
 	c->auth_hello = h;
@@ -673,6 +680,7 @@ conn_auth(struct conn *c, struct recv_buf *rb)
 {
 	struct rb_auth_info a;
 	const char *why = "?", *name = c->auth_hello.export_name;
+	struct export *e;
 	int ok;
 
 	if (rb_auth_decode(rb->buf, rb->len, &a, &why) < 0) {
@@ -687,6 +695,15 @@ conn_auth(struct conn *c, struct recv_buf *rb)
 	if (!ok) {
 		log_warnx("%s: export %s: authentication failed: wrong response",
 			  c->peer, name);
+		hello_refuse(c, RB_EACCES, name, "authentication failed");
+		return;
+	}
+	/* A reload between CHALLENGE and AUTH may have given the peer
+	 * another key: what it proved no longer counts. */
+	e = export_find(c->t, name);
+	if (e != NULL && conn_key_stale(c, e->cfg)) {
+		log_warnx("%s: export %s: authentication failed: the export's "
+			  "secret-file changed during the handshake", c->peer, name);
 		hello_refuse(c, RB_EACCES, name, "authentication failed");
 		return;
 	}

@@ -92,6 +92,11 @@ struct conn {
 	int auth_pending;
 	struct rb_hello_info auth_hello;     /* the HELLO being authenticated */
 	uint8_t auth_expect[RB_MAC_LEN];     /* Mi; wiped after use */
+	/* the key it authenticated with, as rb_secret_id (never the key
+	 * itself), taken with the challenge: a reload that gives its peer
+	 * another key revokes it (revoke.c) */
+	int key_set;
+	uint8_t key_id[RB_MAC_LEN];
 
 	/* receive side: buffers of RB_RECV_BUF_SIZE, at most cm_qd + 1 */
 	struct recv_ring ring;
@@ -197,5 +202,9 @@ int  conn_sq_reserve(struct conn *c, struct req *r, unsigned n);
 void conn_sq_cancel(struct conn *c, struct req *r);
 /* Like conn_fail, for an orderly close (logged at info). */
 void conn_close(struct conn *c, const char *why);
+
+/* revoke.c: 1 when the key c authenticated with (or none) is not the one
+ * export ce now gives its peer; 0 when it is, or ce needs no key. */
+int  conn_key_stale(const struct conn *c, const struct cfg_export *ce);
 
 #endif

@@ -212,6 +212,9 @@ exports_apply(struct target *t, struct config *nc)
 	for (e = t->exports; e != NULL; e = e->next)
 		if (!e->removed && !e->keep)
 			export_remove(t, e);
+	/* Kept exports took their new allow, key and size: take back from
+	 * their connections what those no longer grant. */
+	conns_revoke(t);
 	exports_reap(t);
 	return added + kept;
 }

@@ -103,6 +103,19 @@ stats_refused_status(struct target *t, uint16_t status, int at_hello)
 	stats_refused(t, why);
 }
 
+static const char *const revocation_names[STATS_REVOKED__COUNT] = {
+	[STATS_REVOKED_ADDRESS] = "address_not_allowed",
+	[STATS_REVOKED_SECRET]  = "secret_changed",
+	[STATS_REVOKED_SIZE]    = "size_shrunk",
+};
+
+void
+stats_revoked(struct target *t, enum stats_revocation why)
+{
+	if ((unsigned)why < STATS_REVOKED__COUNT)
+		t->stats.revoked[why]++;
+}
+
 void
 stats_conn_closed(struct conn *c)
 {
@@ -239,15 +252,43 @@ total_snapshot(struct target *t, struct stats_io *io, uint64_t *in_flight)
 	}
 }
 
+/* Counters by reason (refusals, revocations): their sum, and the two
+ * renderings, a JSON member and a clause of the human table's line. */
 static uint64_t
-total_refused(const struct target *t)
+counts_total(const uint64_t *v, unsigned n)
 {
-	uint64_t n = 0;
+	uint64_t sum = 0;
 	unsigned i;
 
-	for (i = 0; i < STATS_REFUSED__COUNT; i++)
-		n += t->stats.refused[i];
-	return n;
+	for (i = 0; i < n; i++)
+		sum += v[i];
+	return sum;
+}
+
+static void
+json_counts(struct sbuf *b, const char *key, const char *const *names,
+	    const uint64_t *v, unsigned n)
+{
+	unsigned i;
+
+	sb_printf(b, "  \"%s\": {\"total\": %llu", key,
+		  (unsigned long long)counts_total(v, n));
+	for (i = 0; i < n; i++)
+		sb_printf(b, ", \"%s\": %llu", names[i], (unsigned long long)v[i]);
+	sb_printf(b, "},\n");
+}
+
+/* "LABEL N, reason N, ..." with only the reasons that occurred. */
+static void
+human_counts(struct sbuf *b, const char *label, const char *const *names,
+	     const uint64_t *v, unsigned n)
+{
+	unsigned i;
+
+	sb_printf(b, "%s %llu", label, (unsigned long long)counts_total(v, n));
+	for (i = 0; i < n; i++)
+		if (v[i] != 0)
+			sb_printf(b, ", %s %llu", names[i], (unsigned long long)v[i]);
 }
 
 /* ---- JSON ---- */
@@ -315,7 +356,6 @@ json_render(struct target *t, struct sbuf *b)
 	uint64_t inf;
 	struct export *e;
 	struct conn *c;
-	unsigned i;
 	int first;
 
 	sb_printf(b, "{\n  \"version\": 1,\n  \"pid\": %d,\n  \"uptime_s\": %llu,\n"
@@ -325,11 +365,8 @@ json_render(struct target *t, struct sbuf *b)
 	sb_printf(b, "  \"connections\": {\"current\": %u, \"handshakes\": %u, "
 		  "\"accepted\": %llu, \"closed\": %llu},\n", t->nconns, t->nhandshakes,
 		  (unsigned long long)t->stats.accepted, (unsigned long long)t->stats.closed);
-	sb_printf(b, "  \"refused\": {\"total\": %llu", (unsigned long long)total_refused(t));
-	for (i = 0; i < STATS_REFUSED__COUNT; i++)
-		sb_printf(b, ", \"%s\": %llu", refusal_names[i],
-			  (unsigned long long)t->stats.refused[i]);
-	sb_printf(b, "},\n");
+	json_counts(b, "refused", refusal_names, t->stats.refused, STATS_REFUSED__COUNT);
+	json_counts(b, "revoked", revocation_names, t->stats.revoked, STATS_REVOKED__COUNT);
 	json_backing_io(t, b);
 
 	total_snapshot(t, &io, &inf);
@@ -454,19 +491,17 @@ human_render(struct target *t, struct sbuf *b)
 	struct export *e;
 	struct conn *c;
 	char name[32];
-	unsigned i;
 
 	sb_printf(b, "rdmablk-target pid %d, up %llud %02llu:%02llu:%02llu, stats %s\n",
 		  (int)getpid(), (unsigned long long)(up / 86400),
 		  (unsigned long long)(up / 3600 % 24), (unsigned long long)(up / 60 % 60),
 		  (unsigned long long)(up % 60), t->cfg->stats ? "on" : "off (stats = no)");
-	sb_printf(b, "connections: %u now (%u in the handshake), %llu accepted, %llu closed; "
-		  "refused %llu", t->nconns, t->nhandshakes, (unsigned long long)t->stats.accepted,
-		  (unsigned long long)t->stats.closed, (unsigned long long)total_refused(t));
-	for (i = 0; i < STATS_REFUSED__COUNT; i++)
-		if (t->stats.refused[i] != 0)
-			sb_printf(b, ", %s %llu", refusal_names[i],
-				  (unsigned long long)t->stats.refused[i]);
+	sb_printf(b, "connections: %u now (%u in the handshake), %llu accepted, %llu closed; ",
+		  t->nconns, t->nhandshakes, (unsigned long long)t->stats.accepted,
+		  (unsigned long long)t->stats.closed);
+	human_counts(b, "refused", refusal_names, t->stats.refused, STATS_REFUSED__COUNT);
+	human_counts(b, "; revoked by reloads", revocation_names, t->stats.revoked,
+		     STATS_REVOKED__COUNT);
 	sb_printf(b, "\n");
 	{
 		struct ioq_stats st;

@@ -60,11 +60,20 @@ enum stats_refusal {
 	STATS_REFUSED__COUNT
 };
 
+/* Why a reload revoked a live connection (revoke.c). */
+enum stats_revocation {
+	STATS_REVOKED_ADDRESS,            /* its address left the export's allow list */
+	STATS_REVOKED_SECRET,             /* its peer's key was added or changed */
+	STATS_REVOKED_SIZE,               /* the export shrank below what it negotiated */
+	STATS_REVOKED__COUNT
+};
+
 struct stats_target {
 	uint64_t start_ns;
 	uint64_t accepted;                /* connections the CM accepted */
 	uint64_t closed;                  /* connections freed */
 	uint64_t refused[STATS_REFUSED__COUNT];
+	uint64_t revoked[STATS_REVOKED__COUNT];
 	struct stats_io gone;             /* of exports removed by a reload */
 	uint64_t slow_jobs_peak;          /* most TRIM/WRITE_ZEROES one connection
 	                                   * ran at once (its slow_quota bounds it) */
@@ -121,6 +130,7 @@ struct export;
 void stats_refused(struct target *t, enum stats_refusal why);
 /* Map a refusal status (listener.c: at_hello 0; conn.c: at_hello 1). */
 void stats_refused_status(struct target *t, uint16_t status, int at_hello);
+void stats_revoked(struct target *t, enum stats_revocation why);
 void stats_conn_closed(struct conn *c);            /* before it is freed */
 void stats_export_gone(struct target *t, struct export *e);
 

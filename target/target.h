@@ -118,6 +118,10 @@ void exports_destroy_all(struct target *t);
 int  exports_any_allows(struct target *t, const struct sockaddr *sa);
 uint32_t export_flags(const struct export *e);
 
+/* revoke.c: after a reload, drain every live connection that its export's
+ * new config would no longer admit (allow, key, size), one log line each. */
+void conns_revoke(struct target *t);
+
 /* listener.c */
 int  listener_start(struct target *t);
 void listener_stop(struct target *t);
