@@ -122,6 +122,11 @@ typedef void config_error_fn(void *arg, const char *msg);
 struct config *config_load(const char *file, int flags, config_error_fn *err,
 			   void *arg, unsigned *nerrors);
 void config_free(struct config *c);
+/* exposure.c: one "FILE:LINE: warning: ..." (to fn, or log_warnx when fn
+ * is NULL) per writable export with neither secret-file nor allow list:
+ * the config is valid, but any initiator may write that export.  Returns
+ * how many. */
+unsigned config_warn(const struct config *c, config_error_fn *fn, void *arg);
 /* Free one export (closing its fd), e.g. after moving it out of a config. */
 void cfg_export_free(struct cfg_export *e);
 

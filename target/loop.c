@@ -67,6 +67,7 @@ loop_reload(struct target *t)
 			  t->cfg->admin_socket[0] ? t->cfg->admin_socket : "none");
 	if (log_get_level() < LOG_LEVEL_DEBUG)
 		log_set_level(nc->log_level);
+	config_warn(nc, NULL, NULL);
 	exports_apply(t, nc);
 	config_free(nc);
 }

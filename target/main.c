@@ -199,6 +199,7 @@ main(int argc, char **argv)
 				conf);
 			return 1;
 		}
+		config_warn(c, NULL, NULL);
 		printf("configuration OK\n");
 		print_memlock(c);
 		config_free(c);
@@ -240,6 +241,7 @@ main(int argc, char **argv)
 	if (!verbose)
 		log_set_level(t.cfg->log_level);
 	memlock_check(t.cfg);
+	config_warn(t.cfg, NULL, NULL);    /* to syslog when daemonized */
 	signal(SIGPIPE, SIG_IGN);
 
 	if (setup_loop(&t) < 0)

@@ -1,6 +1,7 @@
 #!/bin/bash
 # rdmablk-target -n: a good config prints "configuration OK" and exits 0; a bad one prints
-# every error as FILE:LINE: message and exits 1. No RDMA needed; -n never creates files.
+# every error as FILE:LINE: message and exits 1; a writable export with neither secret-file nor
+# allow list is valid but warned about as FILE:LINE. No RDMA needed; -n never creates files.
 # shellcheck source=tests/lib.sh
 . "$(dirname "$0")/lib.sh"
 
@@ -34,6 +35,27 @@ step good "$BUILD/rdmablk-target" -n -c "$T/good.conf" || fail "good config reje
 grep -qx 'configuration OK' "$LOGS/good.log" || fail "no 'configuration OK'"
 [ ! -e "$T/disk0.img" ] || fail "-n created the backing file"
 ok "good config: configuration OK, exit 0, nothing created"
+if grep -q 'warning' "$LOGS/good.log"; then fail "good config: a warning for allow-listed or read-only exports"; fi
+
+# A writable export with neither secret-file nor allow list: valid, with one warning naming it
+# (issue 13, Medium 8: allow alone does not hold on InfiniBand, and this has not even that).
+cat >"$T/open.conf" <<EOF
+[target]
+listen = 10.55.0.1
+
+[export ro]
+path = $T/ro.img
+read-only = yes
+
+[export open]
+path = $T/ro.img
+EOF
+step open "$BUILD/rdmablk-target" -n -c "$T/open.conf" || fail "open config rejected"
+grep -qx 'configuration OK' "$LOGS/open.log" || fail "open config: no 'configuration OK'"
+[ "$(grep -c warning "$LOGS/open.log")" = 1 ] || fail "open config: not exactly one warning"
+grep -q "^$T/open.conf:8: warning: export open is writable by any initiator: it has no secret-file and no allow list" \
+    "$LOGS/open.log" || fail "open config: no FILE:LINE warning naming export open"
+ok "writable export without secret-file or allow: valid, one FILE:LINE warning at -n"
 
 cat >"$T/bad.conf" <<EOF
 [target]

@@ -390,6 +390,42 @@ main(void)
 	check(c == NULL && e.n == 4, "all errors reported at once (got %u)", e.n);
 	config_free(c);
 
+	/* Medium 8: a writable export with neither secret-file nor allow is
+	 * warned about (FILE:LINE of its header), the config still loads;
+	 * read-only, allow-listed and keyed exports are not. */
+	{
+		char key[600], where[800];
+		unsigned n;
+
+		snprintf(key, sizeof(key), "%s/k", dir);
+		f = fopen(key, "w");
+		if (f == NULL || fputs("0123456789abcdef0123456789abcdef\n", f) < 0 ||
+		    fclose(f) != 0 || chmod(key, 0600) != 0) {
+			perror(key);
+			return 1;
+		}
+		snprintf(text, sizeof(text), TARGET
+			 "[export ro]\npath = %s\nread-only = yes\n"
+			 "[export listed]\npath = %s\nallow = 10.55.0.7\n"
+			 "[export keyed]\npath = %s\nsecret-file = %s\n"
+			 "[export open]\npath = %s\n", img2, img, img, key, img);
+		c = load(text, CONFIG_CHECK, &e);
+		check(c != NULL, "a config with an open writable export is valid (errors: %s)",
+		      e.n ? e.text : "none");
+		if (c != NULL) {
+			memset(&e, 0, sizeof(e));
+			n = config_warn(c, collect, &e);
+			snprintf(where, sizeof(where), "%s:12: warning: export open is writable by "
+				 "any initiator: it has no secret-file and no allow list", conf);
+			check(n == 1 && e.n == 1 && strstr(e.text, where) != NULL &&
+			      strstr(e.text, "InfiniBand") != NULL,
+			      "one warning, for export open, at FILE:LINE (got: %s)",
+			      e.n ? e.text : "none");
+		}
+		config_free(c);
+		unlink(key);
+	}
+
 	/* missing config file */
 	{
 		unsigned n = 0;
