@@ -6,6 +6,9 @@
  *   flush | trim OFF LEN | zero OFF LEN | stress SECONDS THREADS [MAXLEN] |
  *   list | pattern OFF LEN SEED   (no connection)
  *
+ * stress ends after SECONDS, or earlier on SIGUSR1 (each thread finishes
+ * and verifies the pair it is doing), with the same report and status.
+ *
  * Exit 0 on success; otherwise "rdmablk-io: CMD: strerror (ERRNO-NAME)" on
  * stderr and exit 1.  -s prints the library's counters (copy time...) to
  * stderr at the end; -v prints the library's debug messages.
@@ -13,6 +16,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -256,6 +260,16 @@ struct stress {
 	int               err;        /* errno, or -1 for a data mismatch */
 };
 
+/* SIGUSR1: stress stops as if its time were up. */
+static volatile sig_atomic_t stress_stop;
+
+static void
+stress_on_usr1(int sig)
+{
+	(void)sig;
+	stress_stop = 1;
+}
+
 static uint64_t
 xorshift(uint64_t *s)
 {
@@ -300,7 +314,7 @@ stress_thread(void *arg)
 
 	if (maxb > nblocks)
 		maxb = nblocks;
-	while (rb_now_ns() < st->deadline_ns) {
+	while (rb_now_ns() < st->deadline_ns && !stress_stop) {
 		uint64_t nb = 1 + xorshift(&rng) % maxb;
 		uint64_t first = xorshift(&rng) % (nblocks - nb + 1);
 		uint64_t off = st->slice_off + first * st->block, len = nb * st->block;
@@ -359,6 +373,7 @@ cmd_stress(struct rb_client *c, uint64_t seconds, uint64_t threads, uint64_t max
 	tid = calloc(threads, sizeof(*tid));
 	if (st == NULL || tid == NULL)
 		return fail(ENOMEM);
+	signal(SIGUSR1, stress_on_usr1);
 	/* Allocate everything before the first thread starts, so that no
 	 * failure can return (and close the client) under running threads. */
 	for (i = 0; i < threads; i++) {
