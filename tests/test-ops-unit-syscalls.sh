@@ -96,8 +96,14 @@ while read -r path; do
     /dev/*)
         unit_key DeviceAllow | grep -qx "$path rw" || fail "no DeviceAllow= for $path" ;;
     /proc/self/* | /proc/thread-self/* | "/proc/$TARGET_PID/"*) ;;
+    /proc/filesystems)
+        # libselinux's constructor (pulled in with librbd/librados) looks for selinuxfs there;
+        # hidden by ProcSubset=pid, it finds none and stays off, which is what the unit wants.
+        # Only that library may read it: the trace must show it loaded.
+        grep -q 'libselinux.so' "$LOGS/opened.txt" ||
+            fail "ProcSubset=pid hides /proc/filesystems, which the target reads (not libselinux)" ;;
     /proc/*)
         [[ $path =~ ^/proc/[0-9]+/ ]] || fail "ProcSubset=pid hides $path, which the target reads" ;;
     esac
 done <"$LOGS/opened.txt"
-ok "device nodes $(grep '^/dev/' "$LOGS/opened.txt" | paste -sd' '), all in DeviceAllow=; /proc: own pids only"
+ok "device nodes $(grep '^/dev/' "$LOGS/opened.txt" | paste -sd' '), all in DeviceAllow=; /proc: own pids only (and libselinux's /proc/filesystems)"
