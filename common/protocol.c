@@ -52,7 +52,7 @@ rb_msg_peek(const void *buf, size_t len, uint8_t *type, const char **why)
 		WHY("message shorter than its header");
 		return -EBADMSG;
 	}
-	if (len > RB_RECV_BUF_SIZE) {
+	if (len > RB_MSG_BUF_SIZE) {
 		WHY("message longer than a receive buffer");
 		return -EBADMSG;
 	}
@@ -335,7 +335,7 @@ rb_request_decode(const void *buf, size_t len, struct rb_req_info *r,
 {
 	const struct rb_request *m = buf;
 	int rc = hdr_check(buf, len, RB_MSG_REQUEST, sizeof(*m),
-			   RB_RECV_BUF_SIZE, why);
+			   RB_MSG_BUF_SIZE, why);
 
 	if (rc < 0)
 		return rc;

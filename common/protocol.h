@@ -29,6 +29,8 @@
 #define RB_DEFAULT_PORT     10810
 
 #define RB_EXPORT_NAME_MAX  255           /* bytes, without the NUL */
+/* The deepest queue either side asks for or grants (queue-depth). */
+#define RB_MAX_QUEUE_DEPTH  1024
 #define RB_DESCRIPTION_MAX  127           /* bytes, without the NUL */
 #define RB_NONCE_LEN        32
 #define RB_MAC_LEN          32            /* HMAC-SHA256 */
@@ -38,9 +40,10 @@
 #define RB_CTRL_MSG_MAX     4096
 /* The largest inline payload a target may grant. */
 #define RB_INLINE_MAX       4096
-/* Every receive buffer, on both sides, is this big: any message larger than
- * this is a protocol violation. */
-#define RB_RECV_BUF_SIZE    (RB_CTRL_MSG_MAX + 64)
+/* The largest message either side sends, and so the size of every message
+ * buffer, receive and send, on both sides: a message larger than this is a
+ * protocol violation. */
+#define RB_MSG_BUF_SIZE     (RB_CTRL_MSG_MAX + 64)
 /* The longest TRIM or WRITE_ZEROES a target accepts (longer: EINVAL).  A
  * protocol constant, as HELLO_REPLY has no field left for it; the target
  * runs one in pieces (docs/protocol.md). */
@@ -220,10 +223,10 @@ _Static_assert(sizeof(struct rb_request) == 40, "rb_request");
 _Static_assert(sizeof(struct rb_reply) == 16, "rb_reply");
 _Static_assert(sizeof(struct rb_list) == 8, "rb_list");
 _Static_assert(sizeof(struct rb_list_reply) == 8, "rb_list_reply");
-_Static_assert(sizeof(struct rb_request) + RB_INLINE_MAX <= RB_RECV_BUF_SIZE,
+_Static_assert(sizeof(struct rb_request) + RB_INLINE_MAX <= RB_MSG_BUF_SIZE,
 	       "an inline request fits a receive buffer");
-_Static_assert(RB_CTRL_MSG_MAX <= RB_RECV_BUF_SIZE, "control fits a receive buffer");
-_Static_assert(RB_RECV_BUF_SIZE <= UINT16_MAX, "lengths fit rb_msg_hdr.length");
+_Static_assert(RB_CTRL_MSG_MAX <= RB_MSG_BUF_SIZE, "control fits a receive buffer");
+_Static_assert(RB_MSG_BUF_SIZE <= UINT16_MAX, "lengths fit rb_msg_hdr.length");
 
 /* Decoded (host-order) forms.  Encoders take these and fill a wire buffer;
  * decoders take a received buffer and its received length, check length,

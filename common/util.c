@@ -2,6 +2,7 @@
 #include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -13,18 +14,27 @@
 
 #include "util.h"
 
+/* The leading decimal digits of s into *v, *end after them: 0, -EINVAL (no
+ * digit first: no sign, no space) or -ERANGE. */
+static int
+parse_digits(const char *s, unsigned long long *v, char **end)
+{
+	if (s == NULL || !isdigit((unsigned char)s[0]))
+		return -EINVAL;
+	errno = 0;
+	*v = strtoull(s, end, 10);
+	return errno == ERANGE ? -ERANGE : 0;
+}
+
 int
 rb_parse_uint(const char *s, uint64_t min, uint64_t max, uint64_t *out)
 {
 	char *end;
 	unsigned long long v;
+	int r = parse_digits(s, &v, &end);
 
-	if (s == NULL || !isdigit((unsigned char)s[0]))
-		return -EINVAL;
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno == ERANGE)
-		return -ERANGE;
+	if (r < 0)
+		return r;
 	if (*end != '\0')
 		return -EINVAL;
 	if (v < min || v > max)
@@ -39,13 +49,10 @@ rb_parse_size(const char *s, uint64_t *out)
 	char *end;
 	unsigned long long v;
 	unsigned shift = 0;
+	int r = parse_digits(s, &v, &end);
 
-	if (s == NULL || !isdigit((unsigned char)s[0]))
-		return -EINVAL;
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno == ERANGE)
-		return -ERANGE;
+	if (r < 0)
+		return r;
 	switch (*end) {
 	case '\0':                break;
 	case 'k': case 'K': shift = 10; end++; break;
@@ -242,4 +249,14 @@ rb_now_ns(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+int
+rb_fd_set_nonblock(int fd)
+{
+	int fl = fcntl(fd, F_GETFL);
+
+	if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0)
+		return -errno;
+	return 0;
 }

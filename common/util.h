@@ -39,6 +39,9 @@ int rb_prefix_match(const struct rb_prefix *p, const struct sockaddr *sa);
  * address; ports are not compared. */
 int rb_sockaddr_same_host(const struct sockaddr *a, const struct sockaddr *b);
 
+/* Set O_NONBLOCK on fd (a CM or completion channel).  0 or -errno. */
+int rb_fd_set_nonblock(int fd);
+
 /* Monotonic clock in nanoseconds. */
 uint64_t rb_now_ns(void);
 

@@ -10,7 +10,7 @@
 
 #include "check.h"
 
-static unsigned char buf[RB_RECV_BUF_SIZE + 64];
+static unsigned char buf[RB_MSG_BUF_SIZE + 64];
 
 /* Rewrite the header's length field, as a hostile peer could. */
 static void
@@ -285,8 +285,8 @@ test_request(void)
 	set_len(len - 1);
 	CHECK(rb_request_decode(buf, len - 1, &out, &why) == -EBADMSG);
 	/* larger than any receive buffer */
-	set_len(RB_RECV_BUF_SIZE + 1);
-	CHECK(rb_request_decode(buf, RB_RECV_BUF_SIZE + 1, &out, &why) == -EBADMSG);
+	set_len(RB_MSG_BUF_SIZE + 1);
+	CHECK(rb_request_decode(buf, RB_MSG_BUF_SIZE + 1, &out, &why) == -EBADMSG);
 	/* unknown opcode and flags */
 	in = req(RB_OP__COUNT, 0, 512);
 	len = rb_request_encode(buf, &in);
