@@ -6,9 +6,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "helper-thread.h"
 #include "log.h"
 #include "rbd-lock.h"
 
@@ -16,14 +16,14 @@ struct imglock {
 	rbd_image_t image;
 	int notify_fd;
 	char name[64];
-	pthread_t thread;
-	pthread_mutex_t mu;
-	pthread_cond_t cond;
-	/* Under mu: */
+	struct helper_thread ht;    /* its mu guards what follows */
 	int want;                   /* the loop has writes for the image */
 	int owner;                  /* we hold the lock */
-	int stopping;
 	int refused_logged;         /* said once per wait that another holds it */
+	int lost;                   /* owner, but librbd says the lock is not ours */
+	uint64_t acquired, takeovers, nlost;
+	/* Lock thread only: */
+	char holder[128];           /* who held it when this wait began, or "" */
 };
 
 static void
@@ -35,42 +35,76 @@ imglock_notify(struct imglock *l)
 		log_warn("export %s: lock: eventfd write", l->name);
 }
 
-/* Who holds it, for the log ("client.4123 (192.0.2.10:0/1234)"-like). */
-static void
+/* Who holds it, for the log ("client.4123 (192.0.2.10:0/1234)"-like):
+ * 1 and the holder in buf when the image's lock record names one. */
+static int
 imglock_holder(struct imglock *l, char *buf, size_t len)
 {
 	rbd_lock_mode_t mode;
 	char *owners[4];
 	size_t n = 4;
+	int held = 0;
 
 	snprintf(buf, len, "another client");
 	if (rbd_lock_get_owners(l->image, &mode, owners, &n) == 0 && n > 0) {
 		snprintf(buf, len, "%s", owners[0]);
 		rbd_lock_get_owners_cleanup(owners, n);
+		held = 1;
 	}
+	return held;
 }
 
+/* A try while another client held the lock at the start of this wait
+ * (or refused it to us since) is a takeover when it succeeds: the holder
+ * released it, or librbd broke a dead holder's lock. */
 static void
 imglock_try(struct imglock *l)
 {
-	char who[128];
-	int r;
+	int r, held = l->refused_logged;
 
-	pthread_mutex_unlock(&l->mu);
+	pthread_mutex_unlock(&l->ht.mu);
+	if (!held)
+		held = imglock_holder(l, l->holder, sizeof(l->holder));
 	r = rbd_lock_acquire(l->image, RBD_LOCK_MODE_EXCLUSIVE);
-	if (r < 0 && !l->refused_logged)
-		imglock_holder(l, who, sizeof(who));
-	pthread_mutex_lock(&l->mu);
+	pthread_mutex_lock(&l->ht.mu);
 	if (r == 0) {
 		l->owner = 1;
+		l->lost = 0;
 		l->refused_logged = 0;
-		log_info("export %s: holds the image's exclusive lock: this target writes it",
-			 l->name);
+		l->acquired++;
+		if (held) {
+			l->takeovers++;
+			log_info("export %s: holds the image's exclusive lock, taken over from "
+				 "%s: this target writes it", l->name, l->holder);
+		} else {
+			log_info("export %s: holds the image's exclusive lock: this target "
+				 "writes it", l->name);
+		}
 	} else if (!l->refused_logged) {
 		l->refused_logged = 1;
 		log_warnx("export %s: rbd_lock_acquire: %s (held by %s): writes wait for the "
-			  "lock (retried every second)", l->name, strerror(-r), who);
+			  "lock (retried every second)", l->name, strerror(-r), l->holder);
 	}
+}
+
+/* While we hold it: is it still ours?  (A local question to librbd.) */
+static void
+imglock_check(struct imglock *l)
+{
+	int r, is_owner = 1;
+
+	if (l->lost)
+		return;
+	pthread_mutex_unlock(&l->ht.mu);
+	r = rbd_is_exclusive_lock_owner(l->image, &is_owner);
+	pthread_mutex_lock(&l->ht.mu);
+	if (r < 0 || is_owner || !l->owner)
+		return;
+	l->lost = 1;
+	l->nlost++;
+	log_warnx("export %s: lost the image's exclusive lock without releasing it (another "
+		  "client broke it, or the cluster blocklisted this one): its writes fail",
+		  l->name);
 }
 
 static void
@@ -79,9 +113,10 @@ imglock_give_back(struct imglock *l)
 	int r;
 
 	l->owner = 0;
-	pthread_mutex_unlock(&l->mu);
+	l->lost = 0;
+	pthread_mutex_unlock(&l->ht.mu);
 	r = rbd_lock_release(l->image);
-	pthread_mutex_lock(&l->mu);
+	pthread_mutex_lock(&l->ht.mu);
 	if (r < 0)
 		log_warnx("export %s: rbd_lock_release: %s", l->name, strerror(-r));
 	else
@@ -92,29 +127,28 @@ static void *
 imglock_main(void *arg)
 {
 	struct imglock *l = arg;
-	struct timespec ts;
 
-	pthread_mutex_lock(&l->mu);
-	while (!l->stopping) {
-		if (l->want && !l->owner)
+	pthread_mutex_lock(&l->ht.mu);
+	while (!l->ht.stopping) {
+		if (l->want && !l->owner) {
 			imglock_try(l);
-		else if (!l->want && l->owner)
-			imglock_give_back(l);
-		if (l->want)
 			imglock_notify(l);     /* got it, or the loop checks its deadline */
-		if (l->stopping)
+		} else if (!l->want && l->owner) {
+			imglock_give_back(l);
+		} else if (l->owner) {
+			imglock_check(l);      /* once a second while we hold it */
+		}
+		if (l->ht.stopping)
 			break;
-		if (l->want == l->owner) {
-			pthread_cond_wait(&l->cond, &l->mu);
+		if (!l->want && !l->owner) {
+			pthread_cond_wait(&l->ht.cond, &l->ht.mu);
 			continue;
 		}
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_sec += 1;
-		pthread_cond_timedwait(&l->cond, &l->mu, &ts);
+		helper_thread_sleep(&l->ht, 1);
 	}
 	if (l->owner)
 		imglock_give_back(l);
-	pthread_mutex_unlock(&l->mu);
+	pthread_mutex_unlock(&l->ht.mu);
 	return NULL;
 }
 
@@ -131,20 +165,13 @@ imglock_create(rbd_image_t image, const char *name, int notify_fd)
 	l->image = image;
 	l->notify_fd = notify_fd;
 	snprintf(l->name, sizeof(l->name), "%s", name);
-	pthread_mutex_init(&l->mu, NULL);
-	pthread_cond_init(&l->cond, NULL);
-	r = pthread_create(&l->thread, NULL, imglock_main, l);
+	r = helper_thread_start(&l->ht, imglock_main, l);
 	if (r != 0) {
 		log_warnx("export %s: lock: pthread_create: %s", name, strerror(r));
-		goto out_free;
+		free(l);
+		return NULL;
 	}
 	return l;
-
-out_free:
-	pthread_cond_destroy(&l->cond);
-	pthread_mutex_destroy(&l->mu);
-	free(l);
-	return NULL;
 }
 
 void
@@ -152,14 +179,7 @@ imglock_destroy(struct imglock *l)
 {
 	if (l == NULL)
 		return;
-	pthread_mutex_lock(&l->mu);
-	l->stopping = 1;
-	l->want = 0;
-	pthread_cond_signal(&l->cond);
-	pthread_mutex_unlock(&l->mu);
-	pthread_join(l->thread, NULL);
-	pthread_cond_destroy(&l->cond);
-	pthread_mutex_destroy(&l->mu);
+	helper_thread_stop(&l->ht);
 	free(l);
 }
 
@@ -168,34 +188,38 @@ imglock_want(struct imglock *l)
 {
 	int owner;
 
-	pthread_mutex_lock(&l->mu);
+	pthread_mutex_lock(&l->ht.mu);
 	if (!l->want) {
 		l->want = 1;
-		pthread_cond_signal(&l->cond);
+		pthread_cond_signal(&l->ht.cond);
 	}
 	owner = l->owner;
-	pthread_mutex_unlock(&l->mu);
+	pthread_mutex_unlock(&l->ht.mu);
 	return owner;
 }
 
 void
 imglock_idle(struct imglock *l)
 {
-	pthread_mutex_lock(&l->mu);
+	pthread_mutex_lock(&l->ht.mu);
 	if (l->want) {
 		l->want = 0;
-		pthread_cond_signal(&l->cond);
+		l->refused_logged = 0;     /* the next wait starts afresh */
+		pthread_cond_signal(&l->ht.cond);
 	}
-	pthread_mutex_unlock(&l->mu);
+	pthread_mutex_unlock(&l->ht.mu);
 }
 
-int
-imglock_owner(struct imglock *l)
+void
+imglock_get_stats(struct imglock *l, struct imglock_stats *st)
 {
-	int owner;
-
-	pthread_mutex_lock(&l->mu);
-	owner = l->owner;
-	pthread_mutex_unlock(&l->mu);
-	return owner;
+	pthread_mutex_lock(&l->ht.mu);
+	if (l->owner)
+		st->state = l->lost ? IMGLOCK_LOST : IMGLOCK_OWNER;
+	else
+		st->state = l->want ? IMGLOCK_WAITING : IMGLOCK_NONE;
+	st->acquired = l->acquired;
+	st->takeovers = l->takeovers;
+	st->lost = l->nlost;
+	pthread_mutex_unlock(&l->ht.mu);
 }

@@ -6,11 +6,30 @@
  * event loop only asks for the lock (imglock_want) and gives it back
  * (imglock_idle), and learns of a change through notify_fd, which the
  * thread writes when it got the lock, and once a second while the loop
- * waits for it.  No I/O runs on this thread. */
+ * waits for it.  While it holds the lock it asks librbd once a second
+ * whether the lock is still its own (a client whose watch lapsed, e.g. a
+ * paused target, can have it broken by another and be blocklisted): that
+ * is the "lost" state of --stats.  No I/O runs on this thread. */
 #ifndef RDMABLK_TARGET_RBD_LOCK_H
 #define RDMABLK_TARGET_RBD_LOCK_H
 
 #include <rbd/librbd.h>
+#include <stdint.h>
+
+enum imglock_state {
+	IMGLOCK_NONE,               /* not ours, and nothing asks for it */
+	IMGLOCK_WAITING,            /* writes wait while another client holds it */
+	IMGLOCK_OWNER,              /* ours: this target writes the image */
+	IMGLOCK_LOST,               /* we took it, and librbd says it is ours no more */
+};
+
+/* For --stats. */
+struct imglock_stats {
+	enum imglock_state state;
+	uint64_t acquired;          /* times this target took the lock */
+	uint64_t takeovers;         /* of those, from another client that held it */
+	uint64_t lost;              /* times it was found lost (not released by us) */
+};
 
 struct imglock;
 /* name: the export's, for the log.  notify_fd: an eventfd of the loop. */
@@ -23,6 +42,6 @@ void imglock_destroy(struct imglock *l);
 int  imglock_want(struct imglock *l);
 /* Nothing needs the lock any more: the thread releases it. */
 void imglock_idle(struct imglock *l);
-int  imglock_owner(struct imglock *l);
+void imglock_get_stats(struct imglock *l, struct imglock_stats *st);
 
 #endif

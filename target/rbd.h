@@ -1,7 +1,8 @@
 /* RBD exports: `path = rbd:POOL/IMAGE`, served through librbd's async I/O.
  *
- * One struct rbd_backing per export: its own RADOS client (ceph-conf,
- * ceph-id, ceph-keyring), the open image with the client cache off
+ * One struct rbd_backing per export: its session, i.e. its own RADOS
+ * client (ceph-conf, ceph-id, ceph-keyring) and the open image with the
+ * client cache off
  * (rbd_cache = false: a completed write is on the OSDs, docs/durability.md),
  * and an eventfd that librbd signals when an I/O completes
  * (rbd_set_image_notification).  The event loop watches that fd and calls
@@ -16,13 +17,20 @@
  * most RBD_LOCK_WAIT_S, then fail with EIO; so do flushes (librbd refuses
  * them too without the lock).  Reads never wait.
  *
- * Everything but the lock thread is event-loop only. */
+ * A write that failed fails the export (flusher.h).  The export then
+ * reopens its image by itself once the cluster answers (rbd-reopen.h):
+ * a new session (rbd-session.h) blocklists the failed one's client
+ * instance, so that none of its timed-out writes can land later, and is
+ * swapped in once the old one has no I/O in flight.
+ *
+ * Everything but the lock and reopen threads is event-loop only. */
 #ifndef RDMABLK_TARGET_RBD_H
 #define RDMABLK_TARGET_RBD_H
 
 #include <stddef.h>
 #include <stdint.h>
 
+#include "rbd-lock.h"
 #include "workq.h"
 
 #define RBD_PREFIX          "rbd:"
@@ -75,7 +83,23 @@ void rbd_backing_reap(struct rbd_backing *b);
 void rbd_backing_idle(struct rbd_backing *b);
 /* Jobs submitted and not completed. */
 unsigned rbd_backing_inflight(const struct rbd_backing *b);
-/* 1 while this target holds the image's exclusive lock. */
-int  rbd_backing_lock_owner(const struct rbd_backing *b);
+/* Called by the event loop once a round (exports.c): failed says the
+ * export is failed (a write failed).  A failed export starts a reopen
+ * (rbd-reopen.h), at most once every RBD_REOPEN_RETRY_S; once its new
+ * session is fenced and the old one has no I/O in flight, the new one is
+ * swapped in and this returns 1: the export may clear its failed state.
+ * Never waits for the cluster. */
+int rbd_backing_tick(struct rbd_backing *b, int failed);
+/* For --stats: the image's exclusive lock (a read-only export takes
+ * none: state none, all zero), the sessions swapped in after failures,
+ * and the last client instance blocklisted for it ("" for none). */
+struct rbd_stats {
+	struct imglock_stats lock;
+	uint64_t reopens;
+	char fenced[160];
+};
+void rbd_backing_get_stats(const struct rbd_backing *b, struct rbd_stats *st);
+/* The last client instance a reopen blocklisted, or "". */
+const char *rbd_backing_fenced(const struct rbd_backing *b);
 
 #endif
