@@ -145,7 +145,6 @@ out_close:
 int
 admin_start(struct target *t)
 {
-	struct epoll_event ev;
 	struct admin *a;
 	char why[128];
 	unsigned i;
@@ -166,12 +165,7 @@ admin_start(struct target *t)
 	}
 	if (admin_bind(a, why, sizeof(why)) < 0)
 		goto out_fail;
-	a->eh.type = EP_ADMIN;
-	a->eh.obj = a;
-	memset(&ev, 0, sizeof(ev));
-	ev.events = EPOLLIN;
-	ev.data.ptr = &a->eh;
-	if (epoll_ctl(t->epfd, EPOLL_CTL_ADD, a->fd, &ev) < 0) {
+	if (ep_watch(t->epfd, a->fd, EPOLLIN, &a->eh, EP_ADMIN, a) < 0) {
 		snprintf(why, sizeof(why), "epoll_ctl: %s", strerror(errno));
 		unlink(a->path);
 		close(a->fd);
@@ -232,7 +226,6 @@ admin_accept(struct target *t)
 {
 	struct admin *a = t->admin;
 	struct admin_client *cl;
-	struct epoll_event ev;
 	struct ucred cred;
 	socklen_t clen;
 	unsigned i, n;
@@ -267,10 +260,7 @@ admin_accept(struct target *t)
 			close(fd);
 			continue;
 		}
-		memset(&ev, 0, sizeof(ev));
-		ev.events = EPOLLIN;
-		ev.data.ptr = &cl->eh;
-		if (epoll_ctl(t->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
+		if (ep_watch(t->epfd, fd, EPOLLIN, &cl->eh, EP_ADMIN_CLIENT, cl) < 0) {
 			log_warn("admin socket: epoll_ctl");
 			close(fd);
 			continue;

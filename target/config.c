@@ -6,45 +6,22 @@
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <libgen.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
-#include <linux/fs.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "config.h"
+#include "config-parser.h"
 #include "log.h"
 
-struct parser {
-	const char *file;
-	int flags;
-	config_error_fn *err;
-	void *arg;
-	unsigned nerrors;
-	struct config *c;
-	int target_line;            /* line of [target], 0 if none */
-	int in_target;
-	struct cfg_export *cur;     /* export being parsed, or NULL */
-	int cur_discard;            /* a duplicate: parse, report, drop */
-	/* keys seen in the current section, to catch duplicates */
-	char seen[24][32];
-	int nseen;
-	int path_line, size_line;
-	int listen_seen;            /* even if its value was bad */
-};
 
-static void
-perr(struct parser *p, int line, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static void
+void
 perr(struct parser *p, int line, const char *fmt, ...)
 {
 	char msg[512], full[1024];
@@ -64,7 +41,7 @@ perr(struct parser *p, int line, const char *fmt, ...)
 		log_warnx("%s", full);
 }
 
-static char *
+char *
 trim(char *s)
 {
 	char *e;
@@ -169,7 +146,7 @@ cfg_export_listed(const struct cfg_export *e, const struct sockaddr *sa)
 }
 
 /* Returns 1 when the key was already set in this section. */
-static int
+int
 seen_key(struct parser *p, const char *key)
 {
 	int i;
@@ -183,25 +160,44 @@ seen_key(struct parser *p, const char *key)
 	return 0;
 }
 
-static int
-parse_size_key(struct parser *p, int line, const char *key, const char *val,
-	       uint64_t *out)
-{
-	int r = rb_parse_size(val, out);
+static const struct simple_key target_keys[] = {
+	UINT_KEY("queue-depth", struct config, queue_depth, 1, CONFIG_MAX_QUEUE_DEPTH,
+		 "", ""),
+	UINT_KEY("threads", struct config, threads, 1, CONFIG_MAX_LOOPS,
+		 "", " event loops"),
+	UINT_KEY("io-threads", struct config, io_threads, 1, CONFIG_MAX_THREADS, "", ""),
+	UINT_KEY("keepalive", struct config, keepalive, 0, CONFIG_MAX_SECONDS,
+		 "seconds, ", "; 0 disables"),
+	UINT_KEY("handshake-timeout", struct config, handshake_timeout, 1,
+		 CONFIG_MAX_SECONDS, "seconds, ", ""),
+	UINT_KEY("max-connections-total", struct config, max_conns_total, 1,
+		 CONFIG_MAX_CONNS, "", ""),
+	UINT_KEY("max-handshakes", struct config, max_handshakes, 1,
+		 CONFIG_MAX_CONNS, "", ""),
+	UINT_KEY("max-connections-per-address", struct config, max_conns_per_addr, 1,
+		 CONFIG_MAX_CONNS, "", ""),
+	BOOL_KEY("stats", struct config, stats),
+	{ NULL, 0, 0, 0, 0, NULL, NULL },
+};
 
-	if (r < 0) {
-		perr(p, line, "%s: bad size '%s' (a number with optional K, M, G or T)",
-		     key, val);
-		return -1;
-	}
-	return 0;
-}
+static const char *const io_engine_names[] = {
+	[IOQ_IO_URING] = "io_uring",
+	[IOQ_THREADS]  = "threads",
+};
+
+static const char *const log_level_names[] = {
+	[LOG_LEVEL_ERROR] = "error",
+	[LOG_LEVEL_WARN]  = "warn",
+	[LOG_LEVEL_INFO]  = "info",
+	[LOG_LEVEL_DEBUG] = "debug",
+};
 
 static void
 target_key(struct parser *p, int line, const char *key, const char *val)
 {
 	struct config *c = p->c;
 	uint64_t v;
+	int i;
 
 	if (strcmp(key, "listen") == 0) {
 		struct sockaddr_storage ss;
@@ -222,12 +218,6 @@ target_key(struct parser *p, int line, const char *key, const char *val)
 			perr(p, line, "port: bad port '%s' (1..65535)", val);
 		else
 			c->port = (uint16_t)v;
-	} else if (strcmp(key, "queue-depth") == 0) {
-		if (rb_parse_uint(val, 1, CONFIG_MAX_QUEUE_DEPTH, &v) < 0)
-			perr(p, line, "queue-depth: bad value '%s' (1..%u)", val,
-			     CONFIG_MAX_QUEUE_DEPTH);
-		else
-			c->queue_depth = (unsigned)v;
 	} else if (strcmp(key, "max-io") == 0) {
 		if (parse_size_key(p, line, key, val, &v) < 0)
 			return;
@@ -236,30 +226,13 @@ target_key(struct parser *p, int line, const char *key, const char *val)
 			     val);
 		else
 			c->max_io = (uint32_t)v;
-	} else if (strcmp(key, "threads") == 0) {
-		if (rb_parse_uint(val, 1, CONFIG_MAX_THREADS, &v) < 0)
-			perr(p, line, "threads: bad value '%s' (1..%u)", val,
-			     CONFIG_MAX_THREADS);
-		else
-			c->threads = (unsigned)v;
 	} else if (strcmp(key, "io-engine") == 0) {
-		if (strcasecmp(val, "io_uring") == 0)
-			c->io_engine = IOQ_IO_URING;
-		else if (strcasecmp(val, "threads") == 0)
-			c->io_engine = IOQ_THREADS;
-		else
-			perr(p, line, "io-engine: bad value '%s' (io_uring or threads)", val);
+		i = parse_choice_key(p, line, key, val, io_engine_names, 2);
+		if (i >= 0)
+			c->io_engine = (enum ioq_engine)i;
 	} else if (strcmp(key, "log-level") == 0) {
-		static const char *const names[] = { "error", "warn", "info", "debug" };
-		int i;
-
-		for (i = 0; i < 4; i++)
-			if (strcasecmp(val, names[i]) == 0)
-				break;
-		if (i == 4)
-			perr(p, line, "log-level: bad value '%s' (error, warn, info or debug)",
-			     val);
-		else
+		i = parse_choice_key(p, line, key, val, log_level_names, 4);
+		if (i >= 0)
 			c->log_level = i;
 	} else if (strcmp(key, "buffer-pool") == 0) {
 		if (parse_size_key(p, line, key, val, &v) < 0)
@@ -284,464 +257,37 @@ target_key(struct parser *p, int line, const char *key, const char *val)
 			     "%zu bytes (or none)", val, sizeof(c->admin_socket) - 1);
 		else
 			snprintf(c->admin_socket, sizeof(c->admin_socket), "%s", val);
-	} else if (strcmp(key, "keepalive") == 0) {
-		if (rb_parse_uint(val, 0, CONFIG_MAX_SECONDS, &v) < 0)
-			perr(p, line, "keepalive: bad value '%s' (seconds, 0..%u; 0 disables)",
-			     val, CONFIG_MAX_SECONDS);
-		else
-			c->keepalive = (unsigned)v;
-	} else if (strcmp(key, "handshake-timeout") == 0) {
-		if (rb_parse_uint(val, 1, CONFIG_MAX_SECONDS, &v) < 0)
-			perr(p, line, "handshake-timeout: bad value '%s' (seconds, 1..%u)",
-			     val, CONFIG_MAX_SECONDS);
-		else
-			c->handshake_timeout = (unsigned)v;
-	} else if (strcmp(key, "max-connections-total") == 0) {
-		if (rb_parse_uint(val, 1, CONFIG_MAX_CONNS, &v) < 0)
-			perr(p, line, "max-connections-total: bad value '%s' (1..%u)", val,
-			     CONFIG_MAX_CONNS);
-		else
-			c->max_conns_total = (unsigned)v;
-	} else if (strcmp(key, "max-handshakes") == 0) {
-		if (rb_parse_uint(val, 1, CONFIG_MAX_CONNS, &v) < 0)
-			perr(p, line, "max-handshakes: bad value '%s' (1..%u)", val,
-			     CONFIG_MAX_CONNS);
-		else
-			c->max_handshakes = (unsigned)v;
-	} else if (strcmp(key, "max-connections-per-address") == 0) {
-		if (rb_parse_uint(val, 1, CONFIG_MAX_CONNS, &v) < 0)
-			perr(p, line, "max-connections-per-address: bad value '%s' (1..%u)", val,
-			     CONFIG_MAX_CONNS);
-		else
-			c->max_conns_per_addr = (unsigned)v;
-	} else if (strcmp(key, "stats") == 0) {
-		int b;
-
-		if (rb_parse_bool(val, &b) < 0)
-			perr(p, line, "stats: bad boolean '%s' (yes/no/true/false/on/off)", val);
-		else
-			c->stats = b;
 	} else {
 		perr(p, line, "unknown key '%s' in [target]", key);
 	}
 }
 
-/* An allow line's trailing secret-file=PATH: loaded now (so -n and a reload
- * refuse a bad file).  Returns 1 + its index in e->keys, or 0 on error. */
-static unsigned
-allow_key_load(struct parser *p, int line, struct cfg_export *e, const char *path)
-{
-	struct cfg_allow_key *n, *k;
-	char msg[512];
 
-	if (path[0] == '\0') {
-		perr(p, line, "allow: secret-file= without a path");
-		return 0;
-	}
-	n = realloc(e->keys, (e->nkeys + 1) * sizeof(*n));
-	if (n == NULL) {
-		perr(p, line, "allow: out of memory");
-		return 0;
-	}
-	e->keys = n;
-	k = &e->keys[e->nkeys];
-	memset(k, 0, sizeof(*k));
-	k->line = line;
-	k->file = strdup(path);
-	if (k->file == NULL) {
-		perr(p, line, "allow: out of memory");
-		return 0;
-	}
-	e->nkeys++;
-	if (!(p->flags & CONFIG_NO_OPEN) &&
-	    rb_secret_load(path, &k->secret, msg, sizeof(msg)) < 0) {
-		perr(p, line, "allow: %s", msg);
-		return 0;
-	}
-	return (unsigned)e->nkeys;
-}
-
-/* A prefix listed twice, on lines with different keys, would leave which key
- * applies to the order of the lines: refuse it. */
-static int
-allow_dup(struct parser *p, int line, const struct cfg_export *e,
-	  const struct rb_prefix *pf, unsigned key, const char *tok)
-{
-	size_t i;
-
-	for (i = 0; i < e->nallow; i++) {
-		if (e->allow[i].family != pf->family || e->allow[i].bits != pf->bits ||
-		    memcmp(e->allow[i].addr, pf->addr, sizeof(pf->addr)) != 0 ||
-		    e->allow_key[i] == key)
-			continue;
-		if (e->allow_key[i] != 0)
-			perr(p, line, "allow: %s is already listed with another secret-file= "
-			     "(line %d)", tok, e->keys[e->allow_key[i] - 1].line);
-		else
-			perr(p, line, "allow: %s is already listed on an allow line without "
-			     "secret-file=", tok);
-		return 1;
-	}
-	return 0;
-}
-
-/* allow = PREFIX... [secret-file=PATH] */
-static void
-parse_allow(struct parser *p, int line, struct cfg_export *e, char *val)
-{
-	char *tok, *save = NULL, *keyp;
-	unsigned key = 0;
-
-	keyp = strstr(val, "secret-file");
-	if (keyp != NULL) {
-		char *eq = keyp + strlen("secret-file");
-
-		while (*eq == ' ' || *eq == '\t')
-			eq++;
-		if (*eq != '=') {
-			perr(p, line, "allow: expected secret-file=PATH after the addresses");
-			return;
-		}
-		*keyp = '\0';
-		key = allow_key_load(p, line, e, trim(eq + 1));
-		if (key == 0)
-			return;
-		if (trim(val)[0] == '\0') {
-			perr(p, line, "allow: secret-file= without an address or prefix");
-			return;
-		}
-	}
-	for (tok = strtok_r(val, " \t,", &save); tok != NULL;
-	     tok = strtok_r(NULL, " \t,", &save)) {
-		struct rb_prefix pf, *n;
-		unsigned *nk;
-
-		if (rb_prefix_parse(tok, &pf) < 0) {
-			perr(p, line, "allow: bad address or prefix '%s'", tok);
-			continue;
-		}
-		if (allow_dup(p, line, e, &pf, key, tok))
-			continue;
-		n = realloc(e->allow, (e->nallow + 1) * sizeof(*n));
-		if (n != NULL)
-			e->allow = n;
-		nk = n != NULL ? realloc(e->allow_key, (e->nallow + 1) * sizeof(*nk)) : NULL;
-		if (nk == NULL) {
-			perr(p, line, "allow: out of memory");
-			return;
-		}
-		e->allow_key = nk;
-		e->allow_key[e->nallow] = key;
-		e->allow[e->nallow++] = pf;
-	}
-}
-
-/* ceph-conf, ceph-id, ceph-keyring: where an RBD export's client finds its
- * cluster and who it is (rbd.h). */
-static void
-ceph_key(struct parser *p, int line, const char *key, const char *val)
-{
-	struct cfg_export *e = p->cur;
-	char **slot;
-	size_t i;
-
-	if (strcmp(key, "ceph-conf") == 0) {
-		slot = &e->ceph_conf;
-		e->ceph_conf_line = line;
-	} else if (strcmp(key, "ceph-keyring") == 0) {
-		slot = &e->ceph_keyring;
-		e->ceph_keyring_line = line;
-	} else if (strcmp(key, "ceph-id") == 0) {
-		slot = &e->ceph_id;
-		if (strncmp(val, "client.", 7) == 0) {
-			perr(p, line, "ceph-id: '%s': give the client name without 'client.' "
-			     "(ceph-id = %s)", val, val + 7);
-			return;
-		}
-		for (i = 0; val[i] != '\0'; i++)
-			if (!isalnum((unsigned char)val[i]) && strchr("_.-", val[i]) == NULL)
-				break;
-		if (val[i] != '\0' || i > 64) {
-			perr(p, line, "ceph-id: bad client name '%s' (letters, digits, '_', '.', "
-			     "'-'; at most 64)", val);
-			return;
-		}
-	} else {
-		perr(p, line, "unknown key '%s' in [export %s] (ceph-conf, ceph-id or "
-		     "ceph-keyring)", key, e->name);
-		return;
-	}
-	if (slot != &e->ceph_id && val[0] != '/') {
-		perr(p, line, "%s: '%s' is not an absolute path", key, val);
-		return;
-	}
-	if (e->ceph_line == 0)
-		e->ceph_line = line;
-	free(*slot);
-	*slot = strdup(val);
-	if (*slot == NULL)
-		perr(p, line, "%s: out of memory", key);
-}
-
-static void
-export_key(struct parser *p, int line, const char *key, char *val)
-{
-	struct cfg_export *e = p->cur;
-	uint64_t v;
-	int b;
-
-	if (strcmp(key, "path") == 0) {
-		if (val[0] == '\0') {
-			perr(p, line, "path: empty");
-			return;
-		}
-		if (rbd_is_spec(val)) {
-			char pool[128], image[256];
-			const char *why = "";
-
-			if (rbd_spec_parse(val, pool, sizeof(pool), image, sizeof(image),
-					   &why) < 0) {
-				perr(p, line, "path: '%s': %s", val, why);
-				return;
-			}
-			e->is_rbd = 1;
-		} else if (val[0] != '/') {
-			/* Relative to what?  The daemon's cwd is / after daemon(),
-			 * the shell's with -f, and a reload would reopen another
-			 * file. */
-			perr(p, line, "path: '%s' is not an absolute path (or rbd:POOL/IMAGE)",
-			     val);
-			return;
-		}
-		free(e->path);
-		e->path = strdup(val);
-		p->path_line = line;
-	} else if (strcmp(key, "size") == 0) {
-		if (parse_size_key(p, line, key, val, &v) < 0)
-			return;
-		if (v == 0 || v % CONFIG_BLOCK != 0)
-			perr(p, line, "size: %s is not a non-zero multiple of 512", val);
-		else
-			e->size_wanted = v;
-		p->size_line = line;
-	} else if (strcmp(key, "read-only") == 0) {
-		if (rb_parse_bool(val, &b) < 0)
-			perr(p, line, "read-only: bad boolean '%s' (yes/no/true/false/on/off)",
-			     val);
-		else
-			e->read_only = b;
-	} else if (strcmp(key, "durability") == 0) {
-		if (strcasecmp(val, "always") == 0)
-			e->durability = DURABILITY_ALWAYS;
-		else if (strcasecmp(val, "fua") == 0)
-			e->durability = DURABILITY_FUA;
-		else
-			perr(p, line, "durability: bad value '%s' (always or fua)", val);
-	} else if (strcmp(key, "allow") == 0) {
-		parse_allow(p, line, e, val);
-	} else if (strcmp(key, "description") == 0) {
-		if (strlen(val) > RB_DESCRIPTION_MAX)
-			perr(p, line, "description: longer than %d bytes", RB_DESCRIPTION_MAX);
-		else
-			snprintf(e->description, sizeof(e->description), "%s", val);
-	} else if (strcmp(key, "shared") == 0) {
-		if (rb_parse_bool(val, &b) < 0)
-			perr(p, line, "shared: bad boolean '%s' (yes/no/true/false/on/off)",
-			     val);
-		else
-			e->shared = b;
-	} else if (strcmp(key, "max-connections") == 0) {
-		if (rb_parse_uint(val, 0, 65535, &v) < 0)
-			perr(p, line, "max-connections: bad value '%s' (0..65535)", val);
-		else
-			e->max_connections = (unsigned)v;
-	} else if (strcmp(key, "listed") == 0) {
-		if (rb_parse_bool(val, &b) < 0)
-			perr(p, line, "listed: bad boolean '%s' (yes/no/true/false/on/off)", val);
-		else
-			e->listed = b;
-	} else if (strcmp(key, "secret-file") == 0) {
-		char msg[512];
-
-		if (val[0] == '\0') {
-			perr(p, line, "secret-file: empty");
-			return;
-		}
-		free(e->secret_file);
-		e->secret_file = strdup(val);
-		rb_secret_wipe(&e->secret);
-		/* Loaded now, so -n and a reload refuse a bad file; the key
-		 * stays in memory until this config is freed. */
-		if (!(p->flags & CONFIG_NO_OPEN) &&
-		    rb_secret_load(val, &e->secret, msg, sizeof(msg)) < 0)
-			perr(p, line, "%s", msg);
-	} else if (strncmp(key, "ceph-", 5) == 0) {
-		ceph_key(p, line, key, val);
-	} else {
-		perr(p, line, "unknown key '%s' in [export %s]", key, e->name);
-	}
-}
-
-/* An RBD export's ceph-conf and ceph-keyring must be files this process
- * can read; a keyring must not be readable by everyone. */
-static int
-rbd_files_ok(struct parser *p, struct cfg_export *e, const char *conf)
-{
-	struct stat st;
-	int line = e->ceph_conf_line != 0 ? e->ceph_conf_line : p->path_line;
-
-	if (access(conf, R_OK) < 0) {
-		perr(p, line, "ceph-conf: %s%s: %s", conf,
-		     e->ceph_conf == NULL ? " (the default)" : "", strerror(errno));
-		return -1;
-	}
-	if (e->ceph_keyring == NULL)
-		return 0;
-	if (stat(e->ceph_keyring, &st) < 0 || access(e->ceph_keyring, R_OK) < 0) {
-		perr(p, e->ceph_keyring_line, "ceph-keyring: %s: %s", e->ceph_keyring, strerror(errno));
-		return -1;
-	}
-	if (st.st_mode & S_IROTH) {
-		perr(p, e->ceph_keyring_line, "ceph-keyring: %s is readable by everyone (mode %04o): "
-		     "chmod o-rwx it", e->ceph_keyring, (unsigned)(st.st_mode & 07777));
-		return -1;
-	}
-	return 0;
-}
-
-/* Connect to the cluster and open the image, to prove it usable (also with
- * -n: a wrong pool, image or monitor is an error there, in bounded time). */
-static void
-rbd_export_open(struct parser *p, struct cfg_export *e)
-{
-	const char *conf = e->ceph_conf != NULL ? e->ceph_conf : RBD_DEFAULT_CONF;
-	struct rbd_opts o = {
-		.conf = conf,
-		.id = e->ceph_id != NULL ? e->ceph_id : RBD_DEFAULT_ID,
-		.keyring = e->ceph_keyring,
-		.read_only = e->read_only,
-		.name = e->name,
-	};
-	char err[512];
-
-	if (rbd_files_ok(p, e, conf) < 0)
-		return;
-	e->rbd = rbd_backing_create(e->path, &o, err, sizeof(err));
-	if (e->rbd == NULL) {
-		perr(p, strncmp(err, "ceph-conf", 9) == 0 && e->ceph_conf_line != 0 ?
-		     e->ceph_conf_line : p->path_line, "path: %s", err);
-		return;
-	}
-	e->size = rbd_backing_size(e->rbd);
-	if (e->size_wanted != 0 && e->size_wanted != e->size)
-		perr(p, p->size_line, "size: %s is an image of %llu bytes, not %llu (rbd resize "
-		     "it)", e->path, (unsigned long long)e->size,
-		     (unsigned long long)e->size_wanted);
-	else if (e->size == 0 || e->size % CONFIG_BLOCK != 0)
-		perr(p, p->path_line, "path: %s: size %llu is not a non-zero multiple of 512",
-		     e->path, (unsigned long long)e->size);
-	else if (!(p->flags & CONFIG_CHECK))
-		return;
-	rbd_backing_destroy(e->rbd);
-	e->rbd = NULL;
-}
-
-/* Open the backing file to prove it usable; create or extend it to `size`
- * unless only checking. */
+/* Open and size the export's backing store (backing-open.c), reporting a
+ * failure at the line of the key it is about. */
 static void
 export_open(struct parser *p, struct cfg_export *e)
 {
-	int check = p->flags & CONFIG_CHECK;
-	int oflags = (e->read_only ? O_RDONLY : O_RDWR) | O_CLOEXEC;
+	struct backing_err err;
 	int line = p->path_line;
-	struct stat st;
 
-	if (e->size_wanted != 0 && !e->read_only && !check)
-		oflags |= O_CREAT;
-	e->fd = open(e->path, oflags, 0600);
-	if (e->fd < 0) {
-		int saved = errno;
-		char *dup, *dir;
-		int ok = 0;
-
-		/* -n must not create the file, but `size` would. */
-		if (saved == ENOENT && check && e->size_wanted != 0 && !e->read_only &&
-		    (dup = strdup(e->path)) != NULL) {
-			dir = dirname(dup);
-			ok = access(dir, W_OK) == 0;
-			free(dup);
-		}
-		if (ok) {
-			e->size = e->size_wanted;
-			return;
-		}
-		perr(p, line, "path: %s: %s", e->path, strerror(saved));
+	if (backing_open(e, p->flags & CONFIG_CHECK, &err) == 0)
 		return;
+	switch (err.key) {
+	case BACKING_KEY_PATH:
+		break;
+	case BACKING_KEY_SIZE:
+		line = p->size_line;
+		break;
+	case BACKING_KEY_CEPH_CONF:
+		if (e->ceph_conf_line != 0)
+			line = e->ceph_conf_line;
+		break;
+	case BACKING_KEY_CEPH_KEYRING:
+		line = e->ceph_keyring_line;
+		break;
 	}
-	if (fstat(e->fd, &st) < 0) {
-		perr(p, line, "path: %s: fstat: %s", e->path, strerror(errno));
-		goto out_close;
-	}
-	e->dev = st.st_dev;
-	e->ino = st.st_ino;
-	if (S_ISBLK(st.st_mode)) {
-		uint64_t bytes;
-
-		if (ioctl(e->fd, BLKGETSIZE64, &bytes) < 0) {
-			perr(p, line, "path: %s: BLKGETSIZE64: %s", e->path, strerror(errno));
-			goto out_close;
-		}
-		e->is_blockdev = 1;
-		if (e->size_wanted != 0 && e->size_wanted != bytes) {
-			perr(p, p->size_line, "size: %s is a block device of %llu bytes, not %llu",
-			     e->path, (unsigned long long)bytes,
-			     (unsigned long long)e->size_wanted);
-			goto out_close;
-		}
-		e->size = bytes;
-	} else if (S_ISREG(st.st_mode)) {
-		uint64_t cur = (uint64_t)st.st_size;
-
-		e->size = cur;
-		if (e->size_wanted != 0 && e->size_wanted < cur) {
-			perr(p, p->size_line, "size: %s is %llu bytes; refusing to shrink it to %llu",
-			     e->path, (unsigned long long)cur,
-			     (unsigned long long)e->size_wanted);
-			goto out_close;
-		}
-		if (e->size_wanted > cur) {
-			if (e->read_only) {
-				perr(p, p->size_line, "size: cannot extend %s: the export is read-only",
-				     e->path);
-				goto out_close;
-			}
-			if (!check && ftruncate(e->fd, (off_t)e->size_wanted) < 0) {
-				perr(p, p->size_line, "size: %s: ftruncate: %s", e->path,
-				     strerror(errno));
-				goto out_close;
-			}
-			e->size = e->size_wanted;
-		}
-	} else {
-		perr(p, line, "path: %s: not a regular file or block device", e->path);
-		goto out_close;
-	}
-	if (e->size == 0) {
-		perr(p, line, "path: %s is empty (set size = to create it)", e->path);
-		goto out_close;
-	}
-	if (e->size % CONFIG_BLOCK != 0) {
-		perr(p, line, "path: %s: size %llu is not a multiple of 512", e->path,
-		     (unsigned long long)e->size);
-		goto out_close;
-	}
-	if (check)
-		goto out_close;
-	return;
-
-out_close:
-	close(e->fd);
-	e->fd = -1;
+	perr(p, line, "%s", err.msg);
 }
 
 /* Finish the export being parsed: check it and link it in. */
@@ -765,7 +311,7 @@ end_section(struct parser *p)
 		perr(p, e->ceph_line, "ceph-conf, ceph-id and ceph-keyring are only for RBD "
 		     "exports (path = rbd:POOL/IMAGE)");
 	else if (!p->cur_discard && !(p->flags & CONFIG_NO_OPEN))
-		e->is_rbd ? rbd_export_open(p, e) : export_open(p, e);
+		export_open(p, e);
 	if (p->cur_discard) {
 		cfg_export_free(e);
 		return;
@@ -869,10 +415,27 @@ parse_line(struct parser *p, int line, char *raw)
 		perr(p, line, "%s: missing value", key);
 		return;
 	}
-	if (p->in_target)
-		target_key(p, line, key, val);
-	else
+	if (p->in_target) {
+		if (!simple_key(p, line, target_keys, p->c, key, val))
+			target_key(p, line, key, val);
+	} else if (!simple_key(p, line, export_keys, p->cur, key, val)) {
 		export_key(p, line, key, val);
+	}
+}
+
+/* An RBD export's completions come through one eventfd that one loop
+ * watches (export.c): it runs with threads = 1 only, for now. */
+static void
+check_loops_rbd(struct parser *p)
+{
+	const struct cfg_export *e;
+
+	if (p->c->threads <= 1)
+		return;
+	for (e = p->c->exports; e != NULL; e = e->next)
+		if (e->is_rbd)
+			perr(p, e->line, "[export %s]: an RBD export needs threads = 1 "
+			     "(threads = %u)", e->name, p->c->threads);
 }
 
 static void
@@ -895,6 +458,11 @@ check_target(struct parser *p, int last_line)
 	if (c->buffer_pool < c->max_io)
 		perr(p, line, "buffer-pool (%llu bytes) is smaller than max-io (%u bytes)",
 		     (unsigned long long)c->buffer_pool, c->max_io);
+	else if (c->buffer_pool / c->max_io < c->threads)
+		perr(p, line, "buffer-pool (%llu bytes) holds fewer max-io buffers than "
+		     "threads (%u event loops): each loop needs one",
+		     (unsigned long long)c->buffer_pool, c->threads);
+	check_loops_rbd(p);
 }
 
 struct config *
@@ -927,7 +495,8 @@ config_load(const char *file, int flags, config_error_fn *err, void *arg,
 	c->queue_depth = CONFIG_DEFAULT_QUEUE_DEPTH;
 	c->max_io = CONFIG_DEFAULT_MAX_IO;
 	n = sysconf(_SC_NPROCESSORS_ONLN);
-	c->threads = n < 1 ? 1 : n > CONFIG_MAX_THREADS ? CONFIG_MAX_THREADS : (unsigned)n;
+	c->io_threads = n < 1 ? 1 : n > CONFIG_MAX_THREADS ? CONFIG_MAX_THREADS : (unsigned)n;
+	c->threads = 1;
 	c->io_engine = IOQ_IO_URING;
 	c->log_level = LOG_LEVEL_INFO;
 	c->buffer_pool = CONFIG_DEFAULT_POOL;

@@ -15,12 +15,13 @@
 #include "util.h"
 
 #define CONFIG_DEFAULT_QUEUE_DEPTH 128
-#define CONFIG_MAX_QUEUE_DEPTH     1024
+#define CONFIG_MAX_QUEUE_DEPTH     RB_MAX_QUEUE_DEPTH
 #define CONFIG_DEFAULT_MAX_IO      (1u << 20)
 #define CONFIG_MAX_MAX_IO          (16u << 20)
 #define CONFIG_DEFAULT_POOL        (64ull << 20)
 #define CONFIG_DEFAULT_INLINE_MAX  4096u
-#define CONFIG_MAX_THREADS         256
+#define CONFIG_MAX_THREADS         256   /* io-threads */
+#define CONFIG_MAX_LOOPS           64    /* threads: event loops */
 #define CONFIG_BLOCK               512u
 #define CONFIG_DEFAULT_ADMIN_SOCKET "/run/rdmablk/target.sock"
 #define CONFIG_DEFAULT_KEEPALIVE   10u   /* seconds */
@@ -90,7 +91,8 @@ struct config {
 	uint16_t port;
 	unsigned queue_depth;
 	uint32_t max_io;
-	unsigned threads;
+	unsigned threads;                    /* `threads =`: event loops (loops.h) */
+	unsigned io_threads;                 /* `io-threads =`: workers per loop's ioq */
 	enum ioq_engine io_engine;           /* `io-engine =`: io_uring or threads */
 	int      log_level;                  /* enum log_level */
 	uint64_t buffer_pool;
@@ -122,6 +124,24 @@ typedef void config_error_fn(void *arg, const char *msg);
 struct config *config_load(const char *file, int flags, config_error_fn *err,
 			   void *arg, unsigned *nerrors);
 void config_free(struct config *c);
+/* backing-open.c: the key of the export's section an error is about. */
+enum backing_key {
+	BACKING_KEY_PATH,
+	BACKING_KEY_SIZE,
+	BACKING_KEY_CEPH_CONF,
+	BACKING_KEY_CEPH_KEYRING,
+};
+
+struct backing_err {
+	enum backing_key key;
+	char msg[600];                       /* "path: FILE: why", ... */
+};
+
+/* Open e's path (file, block device, or RBD image) to prove it usable and
+ * learn its size, identity and kind (fd, rbd, is_blockdev, size, dev,
+ * ino).  A file is created or extended to size_wanted unless check (-n),
+ * which closes it again.  0, or -1 with err filled. */
+int backing_open(struct cfg_export *e, int check, struct backing_err *err);
 /* exposure.c: one "FILE:LINE: warning: ..." (to fn, or log_warnx when fn
  * is NULL) per writable export with neither secret-file nor allow list:
  * the config is valid, but any initiator may write that export.  Returns

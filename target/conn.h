@@ -2,6 +2,7 @@
 #ifndef RDMABLK_TARGET_CONN_H
 #define RDMABLK_TARGET_CONN_H
 
+#include <sys/queue.h>
 #include <sys/socket.h>
 
 #include "request.h"
@@ -30,7 +31,7 @@ enum conn_state {
 struct recv_buf {
 	struct wr_ctx ctx;          /* first: wr_id points here */
 	struct conn *c;
-	struct recv_buf *next;      /* on the backlog */
+	STAILQ_ENTRY(recv_buf) backlog_link;
 	char *buf;
 	uint32_t lkey;              /* of the region buf is in */
 	uint32_t len;               /* received bytes */
@@ -53,12 +54,14 @@ struct recv_ring {
 };
 
 struct conn {
-	struct conn *next, *prev;
+	LIST_ENTRY(conn) link;      /* on its loop's conns */
 	struct target *t;
+	struct loop *loop;          /* its event loop: the only thread touching it */
 	uint64_t id;
 	enum conn_state state;
 	struct rdma_cm_id *cm_id;
 	struct device *dev;
+	struct pool *pool;          /* the device's pool of its loop */
 	struct ep_handler eh;
 	struct ibv_comp_channel *channel;
 	struct ibv_cq *send_cq, *recv_cq;
@@ -98,10 +101,10 @@ struct conn {
 	int key_set;
 	uint8_t key_id[RB_MAC_LEN];
 
-	/* receive side: buffers of RB_RECV_BUF_SIZE, at most cm_qd + 1 */
+	/* receive side: buffers of RB_MSG_BUF_SIZE, at most cm_qd + 1 */
 	struct recv_ring ring;
 	int handshaking;            /* counted in t->nhandshakes */
-	struct recv_buf *backlog_head, *backlog_tail;   /* requests without a slot */
+	STAILQ_HEAD(, recv_buf) backlog;  /* requests without a slot, in order */
 
 	/* control SENDs (HELLO_REPLY, LIST_REPLY) */
 	struct wr_ctx ctrl_ctx;
@@ -117,7 +120,7 @@ struct conn {
 	 * at most one per counted slot (an unsignaled WR has one only when
 	 * it fails, and its slot is still counted then). */
 	unsigned sq_depth, sq_used;
-	struct req *sq_wait_head, *sq_wait_tail;
+	struct waitq sq_wait;        /* requests waiting for room, in order */
 	/* WRs queued in this round, posted as one chain (one doorbell) at
 	 * its end by conn_post_sends. */
 	struct ibv_send_wr *post_head, *post_tail;
@@ -127,7 +130,7 @@ struct conn {
 	/* request slots: 2 * qd (a slot stays busy until its SEND completes) */
 	struct req *reqs;
 	unsigned nreqs;
-	struct req *free_reqs;
+	SLIST_HEAD(, req) free_reqs;
 	unsigned active;            /* slots not FREE */
 	unsigned credits_used;      /* requests received and not yet replied */
 	unsigned io_inflight;       /* jobs at workers or flushers */
@@ -151,12 +154,14 @@ conn_recv_max(const struct conn *c)
 }
 
 /* listener.c hands over a CONNECT_REQUEST it has vetted. */
-struct conn *conn_create(struct target *t, struct rdma_cm_id *id,
+struct conn *conn_create(struct loop *l, struct rdma_cm_id *id,
 			 unsigned cm_qd, const struct sockaddr *peer);
 int  conn_accept(struct conn *c, uint8_t peer_responder_resources);
 void conn_established(struct conn *c);
 /* HELLO answered OK, or the connection freed: it leaves t->nhandshakes. */
 void conn_handshake_done(struct conn *c);
+/* "ready", "error", ... for logs and --stats. */
+const char *conn_state_name(enum conn_state s);
 /* Tear the connection down (idempotent); why goes in the one log line. */
 void conn_fail(struct conn *c, const char *why);
 /* Finish what was received, then disconnect (removed export, shutdown). */
@@ -168,8 +173,8 @@ void conn_abort(struct conn *c);
  * WRs, reap send completions (the send CQ is armed only while something
  * waits for one), free a finished connection.  Returns 1 when c was
  * destroyed. */
-int  conn_kick(struct conn *c);
-/* After every connection's conn_kick: post what is queued, reap send
+int  conn_after_round(struct conn *c);
+/* After every connection's conn_after_round: post what is queued, reap send
  * completions, arm the send CQ if something waits for one.  Returns 1
  * when those completions freed room that a waiting request of c may use:
  * the loop must run another round without sleeping. */
@@ -197,11 +202,35 @@ void recvring_destroy(struct conn *c);
 int  conn_post_recv(struct conn *c, struct recv_buf *rb);
 
 /* request.c calls back into the connection for these. */
-/* Take n send-queue slots, or queue r to be resumed when there is room. */
+/* Take n send-queue slots, or queue r to be resumed when there is room
+ * (waiter_cancel takes it off). */
 int  conn_sq_reserve(struct conn *c, struct req *r, unsigned n);
-void conn_sq_cancel(struct conn *c, struct req *r);
 /* Like conn_fail, for an orderly close (logged at info). */
 void conn_close(struct conn *c, const char *why);
+
+/* qp.c: the connection's verbs resources, created by conn_create. */
+int  conn_create_cqs(struct conn *c);
+void conn_destroy_cqs(struct conn *c);
+int  conn_modify_qp(struct conn *c, enum ibv_qp_state state, uint8_t rd_atomic);
+int  conn_create_qp(struct conn *c);
+int  conn_create_ctrl(struct conn *c);
+void conn_destroy_ctrl(struct conn *c);
+
+/* handshake.c: a message of type received before HELLO was answered:
+ * HELLO, AUTH (after our CHALLENGE) or LIST. */
+void conn_handshake_recv(struct conn *c, struct recv_buf *rb, uint8_t type);
+/* A pending authentication ends unproven (no-op without one): counted as
+ * refused, the expected proof wiped; why is logged unless NULL. */
+void auth_abandon(struct conn *c, const char *why);
+
+/* completion.c: poll cq until empty; returns the completions handled. */
+unsigned conn_poll_cq(struct conn *c, struct ibv_cq *cq);
+
+/* completion.c: start backlogged requests on free slots, in order. */
+void conn_start_backlog(struct conn *c);
+
+/* sendq.c: resume requests waiting for quota, send-queue room or a slot. */
+void conn_resume(struct conn *c);
 
 /* revoke.c: 1 when the key c authenticated with (or none) is not the one
  * export ce now gives its peer; 0 when it is, or ce needs no key. */

@@ -10,19 +10,32 @@
 
 #include "conn.h"
 #include "log.h"
+#include "loops.h"
+#include "rbd-session.h"
 #include "rbd.h"
 #include "target.h"
+
+/* The peers first: they read the leader's failed state. */
+static void
+export_destroy_flushers(struct export *e)
+{
+	unsigned i;
+
+	for (i = e->nflushers; i-- > 0;)
+		flusher_destroy(e->flushers[i]);
+	free(e->flushers);
+}
 
 static void
 export_destroy(struct export *e)
 {
 	struct flusher_stats st;
 
-	flusher_get_stats(e->flusher, &st);
+	export_flusher_stats(e, &st);
 	log_debug("export %s: %llu fdatasync calls covered %llu waiters (largest batch %llu)",
 		  e->cfg->name, (unsigned long long)st.syncs, (unsigned long long)st.jobs,
 		  (unsigned long long)st.max_batch);
-	flusher_destroy(e->flusher);
+	export_destroy_flushers(e);
 	if (e->cfg->rbd != NULL)
 		epoll_ctl(e->epfd, EPOLL_CTL_DEL, rbd_backing_fd(e->cfg->rbd), NULL);
 	else if (!e->cfg->read_only && fdatasync(e->cfg->fd) < 0)
@@ -35,47 +48,86 @@ export_destroy(struct export *e)
 static int
 export_watch_rbd(struct target *t, struct export *e, struct cfg_export *ce)
 {
-	struct epoll_event ev;
 
 	flusher_set_rbd(e->flusher, ce->rbd);
 	e->no_nowait = 1;           /* no page cache in front of librbd */
 	e->epfd = t->epfd;
-	e->rbd_eh.type = EP_RBD;
-	e->rbd_eh.obj = ce->rbd;
-	memset(&ev, 0, sizeof(ev));
-	ev.events = EPOLLIN;
-	ev.data.ptr = &e->rbd_eh;
-	if (epoll_ctl(t->epfd, EPOLL_CTL_ADD, rbd_backing_fd(ce->rbd), &ev) < 0) {
+	if (ep_watch(t->epfd, rbd_backing_fd(ce->rbd), EPOLLIN, &e->rbd_eh, EP_RBD, ce->rbd) < 0) {
 		log_warn("export %s: epoll_ctl (librbd's eventfd)", ce->name);
 		return -1;
 	}
 	return 0;
 }
 
+/* One flusher per loop, each submitting its syncs to its loop's ioq. */
+static int
+export_create_flushers(struct target *t, struct export *e, struct cfg_export *ce)
+{
+	char name[64];
+
+	e->flushers = calloc(t->nloops, sizeof(*e->flushers));
+	if (e->flushers == NULL) {
+		log_warnx("export %s: out of memory", ce->name);
+		return -1;
+	}
+	snprintf(name, sizeof(name), "export %.50s", ce->name);
+	e->flusher = e->flushers[0] = flusher_create(ce->fd, name, t->loops[0]->ioq);
+	if (e->flusher == NULL)
+		goto out_free;
+	for (e->nflushers = 1; e->nflushers < t->nloops; e->nflushers++) {
+		e->flushers[e->nflushers] =
+			flusher_create_peer(e->flusher, t->loops[e->nflushers]->ioq);
+		if (e->flushers[e->nflushers] == NULL)
+			goto out_destroy;
+	}
+	return 0;
+
+out_destroy:
+	export_destroy_flushers(e);
+	return -1;
+out_free:
+	free(e->flushers);
+	return -1;
+}
+
 static struct export *
 export_create(struct target *t, struct cfg_export *ce)
 {
 	struct export *e = calloc(1, sizeof(*e));
-	char name[64];
 
 	if (e == NULL) {
 		log_warnx("export %s: out of memory", ce->name);
 		return NULL;
 	}
-	snprintf(name, sizeof(name), "export %.50s", ce->name);
-	e->flusher = flusher_create(ce->fd, name, t->ioq);
-	if (e->flusher == NULL)
+	if (export_create_flushers(t, e, ce) < 0)
 		goto out_free;
 	if (ce->rbd != NULL && export_watch_rbd(t, e, ce) < 0)
-		goto out_flusher;
+		goto out_flushers;
 	e->cfg = ce;
 	return e;
 
-out_flusher:
-	flusher_destroy(e->flusher);
+out_flushers:
+	export_destroy_flushers(e);
 out_free:
 	free(e);
 	return NULL;
+}
+
+void
+export_flusher_stats(const struct export *e, struct flusher_stats *st)
+{
+	struct flusher_stats one;
+	unsigned i;
+
+	memset(st, 0, sizeof(*st));
+	for (i = 0; i < e->nflushers; i++) {
+		flusher_get_stats(e->flushers[i], &one);
+		st->syncs += one.syncs;
+		st->jobs += one.jobs;
+		st->errors += one.errors;
+		if (one.max_batch > st->max_batch)
+			st->max_batch = one.max_batch;
+	}
 }
 
 struct export *
@@ -107,23 +159,78 @@ exports_reap(struct target *t)
 	}
 }
 
+int
+export_take_conn(struct target *t, struct export *e)
+{
+	int r = 0;
+
+	target_lock(t);
+	if (e->cfg->max_connections != 0 && e->nconns >= e->cfg->max_connections)
+		r = -1;
+	else
+		e->nconns++;
+	target_unlock(t);
+	return r;
+}
+
+/* Under t->lock.  The export list changes only with the other loops
+ * stopped (loops.h): another loop's last connection leaves the freeing
+ * to loop 0. */
 void
 export_put_conn(struct target *t, struct export *e)
 {
 	e->nconns--;
 	if (e->nconns == 0 && e->cfg->rbd != NULL)
 		rbd_backing_idle(e->cfg->rbd);     /* give the image's lock back */
-	if (e->removed && e->nconns == 0)
+	if (!e->removed || e->nconns != 0)
+		return;
+	if (t->nloops == 1) {
 		exports_reap(t);
+		return;
+	}
+	__atomic_store_n(&t->reap_pending, 1, __ATOMIC_RELAXED);
+	loop_wake(t->loops[0]);
+}
+
+void
+exports_reap_pending(struct target *t)
+{
+	if (!__atomic_load_n(&t->reap_pending, __ATOMIC_RELAXED))
+		return;
+	__atomic_store_n(&t->reap_pending, 0, __ATOMIC_RELAXED);
+	loops_stop_world(t);
+	exports_reap(t);
+	loops_start_world(t);
+}
+
+void
+exports_tick(struct target *t)
+{
+	struct export *e;
+
+	for (e = t->exports; e != NULL; e = e->next) {
+		if (e->cfg->rbd == NULL)
+			continue;
+		/* A removed export only finishes a reopen under way. */
+		if (rbd_backing_tick(e->cfg->rbd, !e->removed && flusher_failed(e->flusher))) {
+			char how[256];
+
+			snprintf(how, sizeof(how), "a new client instance reopened the image; "
+				 "the old one, %s, is blocklisted for %d s",
+				 rbd_backing_fenced(e->cfg->rbd), RBD_FENCE_S);
+			flusher_reopened(e->flusher, how);
+		}
+	}
 }
 
 static void
 export_remove(struct target *t, struct export *e)
 {
 	struct conn *c;
+	unsigned li;
 
 	e->removed = 1;
-	for (c = t->conns; c != NULL; c = c->next)
+	FOR_EACH_CONN(t, li, c)
 		if (c->exp == e)
 			conn_drain(c);
 }

@@ -1,22 +1,31 @@
 /* Group commit on the event loop, one flusher per backing file
  * (target/flusher.h). */
 #include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "flusher.h"
 #include "log.h"
+
+/* flusher_fail's: the failed state is one per export, whichever loop's
+ * flusher (or write) found the failure. */
+static pthread_mutex_t fail_lock = PTHREAD_MUTEX_INITIALIZER;
 
 struct flusher {
 	struct ioq *io;
 	struct job sync;             /* the running fdatasync */
 	struct ioq_deferred kick;    /* start a batch before the next submit */
 	int running;
-	struct job *batch;           /* covered by the running fdatasync */
-	struct job *head, *tail;     /* waiting for the next one */
+	struct job_list batch;       /* covered by the running fdatasync */
+	struct job_list waiting;     /* for the next one */
 	char name[64];
+	struct flusher *leader;      /* holds failed/failure: itself, or loop 0's */
+	int own_fd;                  /* -1, or the fd a peer opened for its syncs */
 	int failed;                  /* 0, or the -errno that failed the export */
 	char failure[96];            /* what failed, for the log and --stats */
 	struct flusher_stats stats;
@@ -26,10 +35,9 @@ struct flusher {
 static void
 flusher_start(struct flusher *f)
 {
-	if (f->running || f->head == NULL)
+	if (f->running || STAILQ_EMPTY(&f->waiting))
 		return;
-	f->batch = f->head;
-	f->head = f->tail = NULL;
+	STAILQ_CONCAT(&f->batch, &f->waiting);
 	f->running = 1;
 	ioq_submit(f->io, &f->sync);
 }
@@ -38,17 +46,20 @@ static void
 flusher_sync_done(struct job *sync)
 {
 	struct flusher *f = sync->owner;
-	struct job *batch = f->batch, *j, *next;
+	struct job_list batch;
+	struct job *j;
 	int r = sync->result;
-	uint64_t n;
+	uint64_t n = 0;
 
 	if (r < 0)
 		flusher_fail(f, r, "fdatasync");
 	/* Once failed, always failed: a sync that returned 0 after an earlier
 	 * error may cover pages the kernel dropped. */
-	if (f->failed != 0 && r >= 0)
+	if (flusher_failed(f) != 0 && r >= 0)
 		r = -EIO;
-	for (n = 0, j = batch; j != NULL; j = j->next)
+	STAILQ_INIT(&batch);
+	STAILQ_CONCAT(&batch, &f->batch);
+	STAILQ_FOREACH(j, &batch, link)
 		n++;
 	f->stats.syncs++;
 	f->stats.jobs += n;
@@ -56,16 +67,14 @@ flusher_sync_done(struct job *sync)
 		f->stats.max_batch = n;
 	if (r < 0)
 		f->stats.errors++;
-	f->batch = NULL;
 	f->running = 0;
 	/* Jobs that joined while this sync ran get the next one, started
 	 * before the next submit, so that whatever else completes in this
 	 * round joins it too. */
-	if (f->head != NULL)
+	if (!STAILQ_EMPTY(&f->waiting))
 		ioq_defer(f->io, &f->kick);
-	for (j = batch; j != NULL; j = next) {
-		next = j->next;
-		j->next = NULL;
+	while ((j = STAILQ_FIRST(&batch)) != NULL) {
+		STAILQ_REMOVE_HEAD(&batch, link);
 		j->result = r;
 		j->done(j);
 	}
@@ -89,12 +98,43 @@ flusher_create(int fd, const char *name, struct ioq *io)
 		return NULL;
 	}
 	f->io = io;
+	STAILQ_INIT(&f->batch);
+	STAILQ_INIT(&f->waiting);
+	f->leader = f;
+	f->own_fd = -1;
 	snprintf(f->name, sizeof(f->name), "%s", name);
 	f->sync.op = JOB_SYNC;
 	f->sync.fd = fd;
 	f->sync.done = flusher_sync_done;
 	f->sync.owner = f;
 	f->kick.fn = flusher_kick;
+	return f;
+}
+
+struct flusher *
+flusher_create_peer(struct flusher *leader, struct ioq *io)
+{
+	struct flusher *f;
+	char path[64];
+	int fd;
+
+	/* Its own open file: Linux reports a writeback error once to each
+	 * open file (errseq), so a sync of this loop cannot miss an error
+	 * that a concurrent sync of another loop consumed. */
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", leader->sync.fd);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		log_warn("%s: reopening the backing file for another loop's fdatasync",
+			 leader->name);
+		return NULL;
+	}
+	f = flusher_create(fd, leader->name, io);
+	if (f == NULL) {
+		close(fd);
+		return NULL;
+	}
+	f->leader = leader;
+	f->own_fd = fd;
 	return f;
 }
 
@@ -114,41 +154,60 @@ flusher_destroy(struct flusher *f)
 		log_warnx("%s: flusher still busy at its end", f->name);
 		return;
 	}
+	if (f->own_fd >= 0)
+		close(f->own_fd);
 	free(f);
 }
 
 void
 flusher_fail(struct flusher *f, int err, const char *what)
 {
-	if (f->failed != 0)
-		return;
-	f->failed = err < 0 ? err : -EIO;
-	snprintf(f->failure, sizeof(f->failure), "%s: %s", what, strerror(-f->failed));
-	log_warnx("%s: %s: export failed; every write and FLUSH now fails with EIO "
-		  "until it is reopened (reload)", f->name, f->failure);
+	struct flusher *l = f->leader;
+	int e = err < 0 ? err : -EIO;
+
+	pthread_mutex_lock(&fail_lock);
+	if (l->failed == 0) {
+		snprintf(l->failure, sizeof(l->failure), "%s: %s", what, strerror(-e));
+		/* failure is complete before anyone sees failed set */
+		__atomic_store_n(&l->failed, e, __ATOMIC_RELEASE);
+		log_warnx("%s: %s: export failed; every write and FLUSH now fails with EIO "
+			  "until it is reopened (%s)", l->name, l->failure,
+			  l->sync.rbd != NULL ? "an RBD export reopens itself once the cluster "
+			  "answers" : "reload");
+	}
+	pthread_mutex_unlock(&fail_lock);
+}
+
+void
+flusher_reopened(struct flusher *f, const char *how)
+{
+	struct flusher *l = f->leader;
+
+	pthread_mutex_lock(&fail_lock);
+	if (l->failed != 0) {
+		log_info("%s: no longer failed (%s): %s", l->name, l->failure, how);
+		__atomic_store_n(&l->failed, 0, __ATOMIC_RELEASE);
+		l->failure[0] = '\0';
+	}
+	pthread_mutex_unlock(&fail_lock);
 }
 
 int
 flusher_failed(const struct flusher *f)
 {
-	return f->failed;
+	return __atomic_load_n(&f->leader->failed, __ATOMIC_ACQUIRE);
 }
 
 const char *
 flusher_failure(const struct flusher *f)
 {
-	return f->failure;
+	return f->leader->failure;
 }
 
 void
 flusher_submit(struct flusher *f, struct job *j)
 {
-	j->next = NULL;
-	if (f->tail != NULL)
-		f->tail->next = j;
-	else
-		f->head = j;
-	f->tail = j;
+	STAILQ_INSERT_TAIL(&f->waiting, j, link);
 	if (!f->running)
 		ioq_defer(f->io, &f->kick);
 }
@@ -156,7 +215,7 @@ flusher_submit(struct flusher *f, struct job *j)
 int
 flusher_busy(const struct flusher *f)
 {
-	return f->running || f->head != NULL;
+	return f->running || !STAILQ_EMPTY(&f->waiting);
 }
 
 void

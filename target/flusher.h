@@ -8,7 +8,9 @@
  * worker); when it returns, the whole batch completes with its result.
  * Jobs submitted while an fdatasync runs wait for the next one: a batch's
  * sync always *started* after each of its writes completed, so one sync
- * covers every write completed before it.  Event-loop thread only. */
+ * covers every write completed before it.  One event loop's thread only:
+ * with `threads = N` each export has one flusher per loop (export.c),
+ * sharing the failed state below. */
 #ifndef RDMABLK_TARGET_FLUSHER_H
 #define RDMABLK_TARGET_FLUSHER_H
 
@@ -30,9 +32,14 @@ struct flusher_stats {
  * (fsyncgate).  From then on every job the flusher completes gets an
  * error, whatever its own fdatasync returned, so nothing is ever
  * replied to as durable again (EIO); only reopening the export (a reload
- * replaces the flusher) clears it. */
+ * replaces the flusher) clears it.  An RBD export also reopens itself
+ * (rbd-reopen.h, flusher_reopened): with the client cache off, every
+ * write it acknowledged is on the OSDs, not in pages that could be lost. */
 struct flusher;
 struct flusher *flusher_create(int fd, const char *name, struct ioq *io);
+/* Another loop's flusher of leader's file: its syncs run on io, through a
+ * file it opens again; failed is leader's (flusher_fail on any fails all). */
+struct flusher *flusher_create_peer(struct flusher *leader, struct ioq *io);
 /* An RBD export's flusher: its sync is rbd_aio_flush on this image. */
 void flusher_set_rbd(struct flusher *f, struct rbd_backing *rbd);
 /* No fdatasync may be running (every submitted job has completed). */
@@ -43,6 +50,8 @@ void flusher_submit(struct flusher *f, struct job *j);
 /* Enter the failed state (idempotent; logged once): err is -errno, what
  * names the operation that failed. */
 void flusher_fail(struct flusher *f, int err, const char *what);
+/* Leave the failed state (logged with how); for an RBD export only. */
+void flusher_reopened(struct flusher *f, const char *how);
 /* 0, or the -errno that failed the export. */
 int  flusher_failed(const struct flusher *f);
 /* "fdatasync: Input/output error" and the like; "" when not failed. */

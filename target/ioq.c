@@ -1,7 +1,6 @@
 /* The event loop's backing-store I/O: io_uring, or worker threads where
  * io_uring cannot serve (target/ioq.h). */
 #include <errno.h>
-#include <linux/falloc.h>
 #include <liburing.h>
 #include <stdlib.h>
 #include <string.h>
@@ -152,22 +151,6 @@ ioq_get_stats(const struct ioq *q, struct ioq_stats *st)
 
 /* ---- io_uring ---- */
 
-/* Can the ring do j (or its next part)? */
-static int
-ioq_ring_serves(const struct job *j)
-{
-	switch (j->op) {
-	case JOB_READ:
-	case JOB_WRITE:
-	case JOB_SYNC:
-		return 1;
-	case JOB_TRIM:
-	case JOB_ZERO:
-		return !j->is_blockdev;
-	}
-	return 0;
-}
-
 static struct io_uring_sqe *
 ioq_get_sqe(struct ioq *q)
 {
@@ -191,32 +174,10 @@ static int
 ioq_prep(struct ioq *q, struct job *j)
 {
 	struct io_uring_sqe *sqe = ioq_get_sqe(q);
-	uint32_t d = j->done_bytes;
 
 	if (sqe == NULL)
 		return -1;
-	switch (j->op) {
-	case JOB_READ:
-		io_uring_prep_read(sqe, j->fd, (char *)j->buf + d, j->len - d, j->off + d);
-		break;
-	case JOB_WRITE:
-		io_uring_prep_write(sqe, j->fd, (const char *)j->src + d, j->len - d,
-				    j->off + d);
-		break;
-	case JOB_TRIM:
-		io_uring_prep_fallocate(sqe, j->fd,
-					FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
-					(off_t)j->off, (off_t)j->len);
-		break;
-	case JOB_ZERO:
-		io_uring_prep_fallocate(sqe, j->fd,
-					FALLOC_FL_ZERO_RANGE | FALLOC_FL_KEEP_SIZE,
-					(off_t)j->off, (off_t)j->len);
-		break;
-	case JOB_SYNC:
-		io_uring_prep_fsync(sqe, j->fd, IORING_FSYNC_DATASYNC);
-		break;
-	}
+	backing_prep_sqe(sqe, j);
 	io_uring_sqe_set_data(sqe, j);
 	q->queued++;
 	return 0;
@@ -239,7 +200,7 @@ ioq_submit(struct ioq *q, struct job *j)
 	j->done_bytes = 0;
 	j->result = 0;
 	q->inflight++;
-	if (q->engine == IOQ_IO_URING && ioq_ring_serves(j) && ioq_prep(q, j) == 0)
+	if (q->engine == IOQ_IO_URING && backing_ring_serves(j) && ioq_prep(q, j) == 0)
 		return;
 	ioq_to_worker(q, j);
 }
@@ -362,13 +323,14 @@ ioq_flush(struct ioq *q)
 void
 ioq_reap(struct ioq *q)
 {
-	struct job *j, *next;
+	struct job_list done;
+	struct job *j;
 
 	if (q->engine == IOQ_IO_URING)
 		ioq_ring_reap(q);
-	for (j = compq_take(q->cq); j != NULL; j = next) {
-		next = j->next;
-		j->next = NULL;
+	compq_take(q->cq, &done);
+	while ((j = STAILQ_FIRST(&done)) != NULL) {
+		STAILQ_REMOVE_HEAD(&done, link);
 		q->stats.worker_jobs++;
 		ioq_complete(q, j);
 	}

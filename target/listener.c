@@ -8,6 +8,7 @@
 
 #include "conn.h"
 #include "log.h"
+#include "loops.h"
 #include "target.h"
 #include "util.h"
 
@@ -28,27 +29,36 @@ rdma_devices_visible(void)
 	return list != NULL && n > 0;
 }
 
+struct rdma_event_channel *
+cm_channel_create(const struct target *t, const char *who)
+{
+	struct rdma_event_channel *ch;
+
+	ch = rdma_create_event_channel();
+	if (ch == NULL) {
+		if (errno == ENODEV || errno == ENOENT)
+			no_rdma_device(t);
+		log_warn("%s: rdma_create_event_channel", who);
+		return NULL;
+	}
+	if (rb_fd_set_nonblock(ch->fd) < 0) {
+		log_warn("%s: CM event channel O_NONBLOCK", who);
+		rdma_destroy_event_channel(ch);
+		return NULL;
+	}
+	return ch;
+}
+
 int
 listener_start(struct target *t)
 {
-	struct epoll_event ev;
 	char addr[80];
-	int flags;
 
 	if (!rdma_devices_visible())
 		no_rdma_device(t);
-	t->cm_channel = rdma_create_event_channel();
-	if (t->cm_channel == NULL) {
-		if (errno == ENODEV || errno == ENOENT)
-			no_rdma_device(t);
-		log_warn("rdma_create_event_channel");
+	t->cm_channel = cm_channel_create(t, "listener");
+	if (t->cm_channel == NULL)
 		return -1;
-	}
-	flags = fcntl(t->cm_channel->fd, F_GETFL);
-	if (flags < 0 || fcntl(t->cm_channel->fd, F_SETFL, flags | O_NONBLOCK) < 0) {
-		log_warn("CM event channel O_NONBLOCK");
-		goto out_destroy_channel;
-	}
 	if (rdma_create_id(t->cm_channel, &t->listen_id, NULL, RDMA_PS_TCP) != 0) {
 		log_warn("rdma_create_id");
 		goto out_destroy_channel;
@@ -68,12 +78,7 @@ listener_start(struct target *t)
 		log_warn("rdma_listen %s", addr);
 		goto out_destroy_id;
 	}
-	t->cm_eh.type = EP_CM;
-	t->cm_eh.obj = t;
-	memset(&ev, 0, sizeof(ev));
-	ev.events = EPOLLIN;
-	ev.data.ptr = &t->cm_eh;
-	if (epoll_ctl(t->epfd, EPOLL_CTL_ADD, t->cm_channel->fd, &ev) < 0) {
+	if (ep_watch(t->epfd, t->cm_channel->fd, EPOLLIN, &t->cm_eh, EP_CM, t) < 0) {
 		log_warn("epoll_ctl (CM channel)");
 		goto out_destroy_id;
 	}
@@ -153,9 +158,9 @@ static unsigned
 conns_from(const struct target *t, const struct sockaddr *peer)
 {
 	const struct conn *c;
-	unsigned n = 0;
+	unsigned n = 0, li;
 
-	for (c = t->conns; c != NULL; c = c->next)
+	FOR_EACH_CONN(t, li, c)
 		if (rb_sockaddr_same_host((const struct sockaddr *)&c->peer_sa, peer))
 			n++;
 	return n;
@@ -199,6 +204,20 @@ struct cm_event_copy {
 	uint8_t responder_resources;
 };
 
+/* The connection's CM events go to its loop's own channel from now on
+ * (loops.h); loop 0's stay on the listener's. */
+static int
+migrate_to(struct loop *l, struct rdma_cm_id *id, const char *peer)
+{
+	if (l->idx == 0)
+		return 0;
+	if (rdma_migrate_id(id, l->cm_channel) != 0) {
+		log_warn("%s: rdma_migrate_id to loop %u", peer, l->idx);
+		return -1;
+	}
+	return 0;
+}
+
 static void
 connect_request(struct target *t, const struct cm_event_copy *ev)
 {
@@ -209,6 +228,7 @@ connect_request(struct target *t, const struct cm_event_copy *ev)
 	enum stats_refusal stat;
 	char peer_str[64], limit[96];
 	struct conn *c;
+	struct loop *l;
 	unsigned qd;
 
 	rb_sockaddr_str(peer, peer_str, sizeof(peer_str));
@@ -242,7 +262,8 @@ connect_request(struct target *t, const struct cm_event_copy *ev)
 		return;
 	}
 	qd = wanted < t->cfg->queue_depth ? wanted : t->cfg->queue_depth;
-	c = conn_create(t, id, qd, peer);
+	l = loops_pick(t);
+	c = migrate_to(l, id, peer_str) < 0 ? NULL : conn_create(l, id, qd, peer);
 	if (c == NULL) {
 		reject(t, id, RB_ENOMEM, STATS_REFUSED_RESOURCES, peer_str,
 		       "cannot set up the connection");
@@ -261,7 +282,11 @@ dispatch(struct target *t, const struct cm_event_copy *ev)
 	struct conn *c = ev->id->context;
 
 	if (ev->type == RDMA_CM_EVENT_CONNECT_REQUEST) {
+		/* It reads every loop's connections and may add one to any
+		 * loop (and a device to the list): the others stop meanwhile. */
+		loops_stop_world(t);
 		connect_request(t, ev);
+		loops_start_world(t);
 		return;
 	}
 	if (ev->id == t->listen_id) {
@@ -297,12 +322,12 @@ dispatch(struct target *t, const struct cm_event_copy *ev)
 }
 
 void
-listener_handle_events(struct target *t)
+listener_handle_events(struct target *t, struct rdma_event_channel *ch)
 {
 	struct rdma_cm_event *event;
 	struct cm_event_copy copy;
 
-	while (t->cm_channel != NULL && rdma_get_cm_event(t->cm_channel, &event) == 0) {
+	while (ch != NULL && rdma_get_cm_event(ch, &event) == 0) {
 		memset(&copy, 0, sizeof(copy));
 		copy.type = event->event;
 		copy.id = event->id;

@@ -31,97 +31,57 @@ log_get_level(void)
 	return log_level;
 }
 
-static void
-vlog(int prio, const char *fmt, va_list ap, const char *suffix)
-{
-	char msg[1024];
+/* The syslog priority of each level. */
+static const int level_prio[] = {
+	[LOG_LEVEL_ERROR] = LOG_ERR,
+	[LOG_LEVEL_WARN]  = LOG_WARNING,
+	[LOG_LEVEL_INFO]  = LOG_INFO,
+	[LOG_LEVEL_DEBUG] = LOG_DEBUG,
+};
 
+static void
+vlog(int prio, int with_errno, const char *fmt, va_list ap)
+{
+	char msg[1024], err[128] = "";
+
+	if (with_errno)
+		snprintf(err, sizeof(err), "%s", strerror(errno));
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	if (log_to_stderr) {
-		if (suffix != NULL)
-			fprintf(stderr, "%s: %s\n", msg, suffix);
+		if (err[0] != '\0')
+			fprintf(stderr, "%s: %s\n", msg, err);
 		else
 			fprintf(stderr, "%s\n", msg);
 		fflush(stderr);
-	} else if (suffix != NULL) {
-		syslog(prio, "%s: %s", msg, suffix);
+	} else if (err[0] != '\0') {
+		syslog(prio, "%s: %s", msg, err);
 	} else {
 		syslog(prio, "%s", msg);
 	}
 }
 
 void
-log_warn(const char *fmt, ...)
+log_msg(int level, int with_errno, const char *fmt, ...)
 {
-	char err[128];
 	va_list ap;
 	int saved = errno;
 
-	if (log_level < LOG_LEVEL_WARN)
+	if (level > log_level || level < 0 ||
+	    (size_t)level >= sizeof(level_prio) / sizeof(level_prio[0]))
 		return;
-	snprintf(err, sizeof(err), "%s", strerror(saved));
 	va_start(ap, fmt);
-	vlog(LOG_WARNING, fmt, ap, err);
+	vlog(level_prio[level], with_errno, fmt, ap);
 	va_end(ap);
 	errno = saved;
 }
 
 void
-log_warnx(const char *fmt, ...)
-{
-	va_list ap;
-
-	if (log_level < LOG_LEVEL_WARN)
-		return;
-	va_start(ap, fmt);
-	vlog(LOG_WARNING, fmt, ap, NULL);
-	va_end(ap);
-}
-
-void
-log_info(const char *fmt, ...)
-{
-	va_list ap;
-
-	if (log_level < LOG_LEVEL_INFO)
-		return;
-	va_start(ap, fmt);
-	vlog(LOG_INFO, fmt, ap, NULL);
-	va_end(ap);
-}
-
-void
-log_debug(const char *fmt, ...)
-{
-	va_list ap;
-
-	if (log_level < LOG_LEVEL_DEBUG)
-		return;
-	va_start(ap, fmt);
-	vlog(LOG_DEBUG, fmt, ap, NULL);
-	va_end(ap);
-}
-
-void
-fatal(const char *fmt, ...)
-{
-	char err[128];
-	va_list ap;
-
-	snprintf(err, sizeof(err), "%s", strerror(errno));
-	va_start(ap, fmt);
-	vlog(LOG_CRIT, fmt, ap, err);
-	va_end(ap);
-	exit(1);
-}
-
-void
-fatalx(const char *fmt, ...)
+log_fatal(int with_errno, const char *fmt, ...)
 {
 	va_list ap;
 
 	va_start(ap, fmt);
-	vlog(LOG_CRIT, fmt, ap, NULL);
+	vlog(LOG_CRIT, with_errno, fmt, ap);
 	va_end(ap);
 	exit(1);
 }

@@ -16,14 +16,20 @@ void log_init(int to_stderr, int level);
 void log_set_level(int level);
 int  log_get_level(void);
 
+/* One entry point for each kind, named below by level.  with_errno
+ * appends ": strerror(errno)"; errno is kept across the call. */
+void log_msg(int level, int with_errno, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* Logs at LOG_CRIT whatever the level, then exit(1). */
+void log_fatal(int with_errno, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3), noreturn));
+
 /* log_warn appends ": strerror(errno)"; log_warnx does not. */
-void log_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-void log_warnx(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-void log_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-void log_debug(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-void fatal(const char *fmt, ...)
-	__attribute__((format(printf, 1, 2), noreturn));
-void fatalx(const char *fmt, ...)
-	__attribute__((format(printf, 1, 2), noreturn));
+#define log_warn(...)   log_msg(LOG_LEVEL_WARN, 1, __VA_ARGS__)
+#define log_warnx(...)  log_msg(LOG_LEVEL_WARN, 0, __VA_ARGS__)
+#define log_info(...)   log_msg(LOG_LEVEL_INFO, 0, __VA_ARGS__)
+#define log_debug(...)  log_msg(LOG_LEVEL_DEBUG, 0, __VA_ARGS__)
+#define fatal(...)      log_fatal(1, __VA_ARGS__)
+#define fatalx(...)     log_fatal(0, __VA_ARGS__)
 
 #endif

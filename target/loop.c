@@ -1,6 +1,7 @@
-/* The event loop: one thread, one epoll set for the CM channel, every
- * connection's completion channel, the io_uring's eventfd (and the worker
- * threads' completion eventfd) and a signalfd.  The thread that receives a
+/* One event loop (loops.h): one thread, one epoll set for its CM channel,
+ * every connection's completion channel, its io_uring's eventfd (and its
+ * worker threads' completion eventfd) and its wake eventfd; loop 0 also
+ * has the signalfd and the admin socket.  The thread that receives a
  * request also submits its backing I/O and reaps its completion (ioq.h).
  * After each round, waiting requests are resumed, the round's backing I/O
  * is submitted in one call, and finished connections are freed (never in
@@ -12,10 +13,12 @@
 #include <sys/epoll.h>
 #include <sys/signalfd.h>
 #include <unistd.h>
+#include <stdint.h>
 
 #include "admin.h"
 #include "conn.h"
 #include "log.h"
+#include "loops.h"
 #include "memlock.h"
 #include "rbd.h"
 #include "request.h"
@@ -28,6 +31,19 @@
  * returned.  So SIGTERM completes in bounded time even when a peer takes
  * none of its replies. */
 #define LOOP_DRAIN_S 20
+
+int
+ep_watch(int epfd, int fd, uint32_t events, struct ep_handler *eh, enum ep_type type, void *obj)
+{
+	struct epoll_event ev;
+
+	eh->type = type;
+	eh->obj = obj;
+	memset(&ev, 0, sizeof(ev));
+	ev.events = events;
+	ev.data.ptr = eh;
+	return epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev);
+}
 
 static void
 loop_reload(struct target *t)
@@ -47,9 +63,10 @@ loop_reload(struct target *t)
 		log_warnx("reload: listen/port changes need a restart; still on %s port %u",
 			  t->cfg->listen_host, t->cfg->port);
 	if (nc->max_io != t->cfg->max_io || nc->buffer_pool != t->cfg->buffer_pool ||
-	    nc->threads != t->cfg->threads || nc->io_engine != t->cfg->io_engine)
-		log_warnx("reload: max-io, buffer-pool, threads and io-engine changes need "
-			  "a restart");
+	    nc->threads != t->cfg->threads || nc->io_threads != t->cfg->io_threads ||
+	    nc->io_engine != t->cfg->io_engine)
+		log_warnx("reload: max-io, buffer-pool, threads, io-threads and io-engine "
+			  "changes need a restart");
 	/* What may change live. */
 	t->cfg->queue_depth = nc->queue_depth;
 	t->cfg->inline_max = nc->inline_max;
@@ -76,6 +93,7 @@ static void
 loop_shutdown(struct target *t, int signo)
 {
 	struct conn *c;
+	unsigned li;
 
 	if (t->shutting_down)
 		return;
@@ -83,7 +101,7 @@ loop_shutdown(struct target *t, int signo)
 		 LOOP_DRAIN_S);
 	t->shutting_down = 1;
 	t->shutdown_ns = rb_now_ns();
-	for (c = t->conns; c != NULL; c = c->next)
+	FOR_EACH_CONN(t, li, c)
 		conn_drain(c);
 }
 
@@ -95,11 +113,15 @@ loop_signal(struct target *t)
 	while (read(t->sigfd, &si, sizeof(si)) == sizeof(si)) {
 		switch (si.ssi_signo) {
 		case SIGHUP:
+			loops_stop_world(t);
 			loop_reload(t);
+			loops_start_world(t);
 			break;
 		case SIGTERM:
 		case SIGINT:
+			loops_stop_world(t);
 			loop_shutdown(t, (int)si.ssi_signo);
+			loops_start_world(t);
 			break;
 		default:
 			break;
@@ -112,95 +134,131 @@ loop_signal(struct target *t)
  * send-queue room freed after conn_resume ran): run another round at once
  * instead of sleeping until the next event. */
 static int
-loop_kick_all(struct target *t)
+loop_after_round(struct loop *l)
 {
+	struct target *t = l->t;
 	int again = 0;
 	struct device *d;
 	struct conn *c, *next;
 	uint64_t now = rb_now_ns();
 
 	for (d = t->devices; d != NULL; d = d->next)
-		pool_service(d->pool);
+		pool_service(d->pools[l->idx]);
 	/* Deadlines have one-second granularity: not on every round. */
-	if (now >= t->next_watch_ns) {
-		t->next_watch_ns = now + (uint64_t)LOOP_TICK_MS * 1000000u;
-		for (c = t->conns; c != NULL; c = c->next)
+	if (now >= l->next_watch_ns) {
+		l->next_watch_ns = now + (uint64_t)LOOP_TICK_MS * 1000000u;
+		LIST_FOREACH(c, &l->conns, link)
 			if (c->state != CONN_ERROR)
 				conn_watch(c, now);
 		if (t->shutting_down && now - t->shutdown_ns >= LOOP_DRAIN_S * 1000000000ull)
-			for (c = t->conns; c != NULL; c = c->next)
+			LIST_FOREACH(c, &l->conns, link)
 				conn_fail(c, "not drained within the shutdown bound");
 	}
-	for (c = t->conns; c != NULL; c = next) {
-		next = c->next;
-		conn_kick(c);
+	for (c = LIST_FIRST(&l->conns); c != NULL; c = next) {
+		next = LIST_NEXT(c, link);     /* c may be freed */
+		conn_after_round(c);
 	}
 	/* After all of them: a request of one connection may now wait for a
 	 * buffer that another connection's SEND completion frees. */
-	for (c = t->conns; c != NULL; c = c->next)
+	LIST_FOREACH(c, &l->conns, link)
 		if (c->state != CONN_ERROR && conn_send_arm(c))
 			again = 1;
 	for (d = t->devices; d != NULL; d = d->next)
-		if (pool_has_waiters(d->pool) && pool_nfree(d->pool) > 0)
+		if (pool_has_waiters(d->pools[l->idx]) && pool_nfree(d->pools[l->idx]) > 0)
 			again = 1;
 	return again;
 }
 
-int
-loop_run(struct target *t)
+static void
+loop_wake_read(struct loop *l)
 {
-	struct epoll_event evs[32];
-	struct ep_handler *eh;
-	int i, n, pass, again = 0;
+	uint64_t n;
 
-	while (!(t->shutting_down && t->conns == NULL)) {
-		n = epoll_wait(t->epfd, evs, 32, again ? 0 : LOOP_TICK_MS);
+	if (read(l->wakefd, &n, sizeof(n)) < 0 && errno != EAGAIN)
+		log_warn("loop %u: wake eventfd", l->idx);
+}
+
+static void
+loop_dispatch(struct loop *l, struct epoll_event *ev)
+{
+	struct target *t = l->t;
+	struct ep_handler *eh = ev->data.ptr;
+
+	switch (eh->type) {
+	case EP_CM:
+		listener_handle_events(t, l->idx == 0 ? t->cm_channel : l->cm_channel);
+		break;
+	case EP_COMP:
+		conn_handle_cq_event(eh->obj);
+		break;
+	case EP_IOQ:
+		ioq_reap(l->ioq);
+		break;
+	case EP_WAKE:
+		loop_wake_read(l);
+		break;
+	case EP_SIGNAL:
+		loop_signal(t);
+		break;
+	case EP_RBD:
+		rbd_backing_reap(eh->obj);
+		break;
+	case EP_ADMIN:
+	case EP_ADMIN_CLIENT:
+		admin_handle(t, eh, ev->events);
+		break;
+	}
+}
+
+/* A loop other than 0 runs its rounds holding its run_lock, and drops it
+ * only while it sleeps: loop 0 stops it there (loops.h). */
+int
+loop_run(struct loop *l)
+{
+	struct target *t = l->t;
+	struct epoll_event evs[32];
+	int i, n, pass, again = 0, locked = l->idx > 0;
+
+	if (locked)
+		pthread_mutex_lock(&l->run_lock);
+	while (!(t->shutting_down && LIST_EMPTY(&l->conns))) {
+		if (locked)
+			pthread_mutex_unlock(&l->run_lock);
+		n = epoll_wait(l->epfd, evs, 32, again ? 0 : LOOP_TICK_MS);
+		if (locked)
+			loop_relock(l);
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
-			log_warn("epoll_wait");
+			log_warn("loop %u: epoll_wait", l->idx);
+			if (locked)
+				pthread_mutex_unlock(&l->run_lock);
 			return -1;
 		}
-		for (i = 0; i < n; i++) {
-			eh = evs[i].data.ptr;
-			switch (eh->type) {
-			case EP_CM:
-				listener_handle_events(t);
-				break;
-			case EP_COMP:
-				conn_handle_cq_event(eh->obj);
-				break;
-			case EP_IOQ:
-				ioq_reap(t->ioq);
-				break;
-			case EP_SIGNAL:
-				loop_signal(t);
-				break;
-			case EP_RBD:
-				rbd_backing_reap(eh->obj);
-				break;
-			case EP_ADMIN:
-			case EP_ADMIN_CLIENT:
-				admin_handle(t, eh, evs[i].events);
-				break;
-			}
-		}
+		for (i = 0; i < n; i++)
+			loop_dispatch(l, &evs[i]);
 		/* Submit the round's backing I/O (one syscall) and finish
 		 * what the page cache served at once; resume waiters and post
 		 * each connection's WRs as one chain; again while that queued
 		 * more backing I/O (a few times at most: a submit the kernel
 		 * keeps refusing is retried next round). */
 		for (pass = 0; pass < 4; pass++) {
-			ioq_flush(t->ioq);
-			again = loop_kick_all(t);
-			if (!ioq_pending(t->ioq))
+			ioq_flush(l->ioq);
+			again = loop_after_round(l);
+			if (!ioq_pending(l->ioq))
 				break;
 		}
 		/* Backing I/O still unsubmitted after the last pass goes out
 		 * on the next round, not after a second's sleep. */
-		if (ioq_pending(t->ioq))
+		if (ioq_pending(l->ioq))
 			again = 1;
-		admin_expire(t);
+		if (l->idx == 0) {
+			exports_reap_pending(t);
+			exports_tick(t);
+			admin_expire(t);
+		}
 	}
+	if (locked)
+		pthread_mutex_unlock(&l->run_lock);
 	return 0;
 }

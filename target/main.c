@@ -17,13 +17,13 @@
 
 #include "admin.h"
 #include "log.h"
+#include "loops.h"
 #include "memlock.h"
 #include "pidfile.h"
 #include "target.h"
 
 /* SQ entries of the event loop's io_uring (the CQ gets twice as many;
  * more in flight wait in the kernel's overflow list, IORING_FEAT_NODROP). */
-#define TARGET_RING_ENTRIES 256
 
 enum { OPT_STATS = 256, OPT_HUMAN };
 
@@ -110,14 +110,10 @@ print_memlock(const struct config *c)
 static int
 setup_loop(struct target *t)
 {
-	struct epoll_event ev;
 	sigset_t set;
 
-	t->epfd = epoll_create1(EPOLL_CLOEXEC);
-	if (t->epfd < 0) {
-		log_warn("epoll_create1");
+	if (loops_create(t, t->cfg->threads) < 0)
 		return -1;
-	}
 	sigemptyset(&set);
 	sigaddset(&set, SIGHUP);
 	sigaddset(&set, SIGTERM);
@@ -127,31 +123,8 @@ setup_loop(struct target *t)
 		log_warn("signalfd");
 		return -1;
 	}
-	t->sig_eh.type = EP_SIGNAL;
-	t->sig_eh.obj = t;
-	memset(&ev, 0, sizeof(ev));
-	ev.events = EPOLLIN;
-	ev.data.ptr = &t->sig_eh;
-	if (epoll_ctl(t->epfd, EPOLL_CTL_ADD, t->sigfd, &ev) < 0) {
+	if (ep_watch(t->epfd, t->sigfd, EPOLLIN, &t->sig_eh, EP_SIGNAL, t) < 0) {
 		log_warn("epoll_ctl (signalfd)");
-		return -1;
-	}
-	t->ioq = ioq_create(t->cfg->io_engine, TARGET_RING_ENTRIES, t->cfg->threads);
-	if (t->ioq == NULL)
-		return -1;
-	t->ioq_eh.type = EP_IOQ;
-	t->ioq_eh.obj = t;
-	ev.data.ptr = &t->ioq_eh;
-	if (epoll_ctl(t->epfd, EPOLL_CTL_ADD, ioq_worker_fd(t->ioq), &ev) < 0) {
-		log_warn("epoll_ctl (worker completion eventfd)");
-		return -1;
-	}
-	/* Edge-triggered: the ring's CQ is drained on every event and at the
-	 * end of every round, so the eventfd itself is never read. */
-	ev.events = EPOLLIN | EPOLLET;
-	if (ioq_fd(t->ioq) >= 0 &&
-	    epoll_ctl(t->epfd, EPOLL_CTL_ADD, ioq_fd(t->ioq), &ev) < 0) {
-		log_warn("epoll_ctl (io_uring eventfd)");
 		return -1;
 	}
 	return 0;
@@ -252,19 +225,24 @@ main(int argc, char **argv)
 	/* Tests wait for the pidfile: it means "listening". */
 	if (pidfile != NULL && (pf = pidfile_create(pidfile)) == NULL)
 		goto out;
-	if (loop_run(&t) == 0)
+	if (loops_start(&t) < 0)
+		goto out;
+	if (loop_run(t.loops[0]) == 0)
 		rc = 0;
-	log_info("all connections closed; flushing exports");
 out:
+	/* The other loops drain and leave by themselves once shutting down
+	 * (each within the same bound); after an error they fail theirs. */
+	loops_abort(&t);
+	loops_join(&t);
+	if (rc == 0)
+		log_info("all connections closed; flushing exports");
 	admin_stop(&t);
 	listener_stop(&t);
 	exports_destroy_all(&t);
-	ioq_destroy(t.ioq);
 	device_destroy_all(&t);
 	if (t.sigfd >= 0)
 		close(t.sigfd);
-	if (t.epfd >= 0)
-		close(t.epfd);
+	loops_destroy(&t);
 	pidfile_destroy(pf);
 	log_info("exiting");
 	config_free(t.cfg);

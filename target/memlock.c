@@ -2,7 +2,7 @@
  *
  * Everything the target registers: the buffer pool (one per RDMA device),
  * and per connection its receive ring ((queue-depth + 1) buffers of
- * RB_RECV_BUF_SIZE once HELLO succeeded; CONN_HANDSHAKE_RECVS before), its
+ * RB_MSG_BUF_SIZE once HELLO succeeded; CONN_HANDSHAKE_RECVS before), its
  * control buffer (RB_CTRL_MSG_MAX) and its queues.  Connections are at most
  * max-connections-total, so the sum is finite, and the systemd unit's
  * LimitMEMLOCK can be set from it: rdmablk-target -n prints it. */
@@ -18,7 +18,7 @@ memlock_need(const struct config *c, struct memlock_need *m)
 	uint64_t qd = c->queue_depth;
 
 	m->pool = c->buffer_pool / c->max_io * c->max_io;
-	m->per_conn = (qd + 1) * RB_RECV_BUF_SIZE + RB_CTRL_MSG_MAX +
+	m->per_conn = (qd + 1) * RB_MSG_BUF_SIZE + RB_CTRL_MSG_MAX +
 		((2 * qd + 4) + (qd + 1)) * MEMLOCK_QUEUE_BYTES_PER_WR;
 	m->conns = c->max_conns_total;
 	m->slack = MEMLOCK_SLACK;

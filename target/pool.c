@@ -12,7 +12,7 @@ struct pool {
 	unsigned nbufs, nfree;
 	unsigned *free_stack;
 	struct ibv_mr *mr;
-	struct pool_waiter *wait_head, *wait_tail;
+	struct waitq waiters;
 };
 
 struct pool *
@@ -28,6 +28,7 @@ pool_create(struct ibv_pd *pd, size_t bufsize, unsigned nbufs)
 	}
 	p->bufsize = bufsize;
 	p->nbufs = nbufs;
+	waitq_init(&p->waiters);
 	p->free_stack = calloc(nbufs, sizeof(*p->free_stack));
 	if (p->free_stack == NULL) {
 		log_warnx("pool: out of memory");
@@ -95,55 +96,20 @@ unsigned pool_nfree(const struct pool *p) { return p->nfree; }
 unsigned pool_nbufs(const struct pool *p) { return p->nbufs; }
 
 void
-pool_wait(struct pool *p, struct pool_waiter *w)
+pool_wait(struct pool *p, struct waiter *w)
 {
-	if (w->queued)
-		return;
-	w->next = NULL;
-	w->queued = 1;
-	if (p->wait_tail != NULL)
-		p->wait_tail->next = w;
-	else
-		p->wait_head = w;
-	p->wait_tail = w;
-}
-
-void
-pool_cancel(struct pool *p, struct pool_waiter *w)
-{
-	struct pool_waiter **pp, *prev = NULL;
-
-	if (!w->queued)
-		return;
-	for (pp = &p->wait_head; *pp != NULL; prev = *pp, pp = &(*pp)->next) {
-		if (*pp == w) {
-			*pp = w->next;
-			if (p->wait_tail == w)
-				p->wait_tail = prev;
-			break;
-		}
-	}
-	w->queued = 0;
-	w->next = NULL;
+	waitq_add(&p->waiters, w);
 }
 
 int
 pool_has_waiters(const struct pool *p)
 {
-	return p->wait_head != NULL;
+	return !waitq_empty(&p->waiters);
 }
 
 void
 pool_service(struct pool *p)
 {
-	struct pool_waiter *w;
-
-	while (p->nfree > 0 && (w = p->wait_head) != NULL) {
-		p->wait_head = w->next;
-		if (p->wait_head == NULL)
-			p->wait_tail = NULL;
-		w->next = NULL;
-		w->queued = 0;
-		w->wake(w);
-	}
+	while (p->nfree > 0 && !waitq_empty(&p->waiters))
+		waitq_wake_first(&p->waiters);
 }

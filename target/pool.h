@@ -12,11 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-struct pool_waiter {
-	struct pool_waiter *next;
-	int queued;
-	void (*wake)(struct pool_waiter *w);   /* a buffer may be free now */
-};
+#include "waitq.h"
 
 struct pool;
 struct pool *pool_create(struct ibv_pd *pd, size_t bufsize, unsigned nbufs);
@@ -29,10 +25,11 @@ size_t   pool_bufsize(const struct pool *p);
 unsigned pool_nfree(const struct pool *p);
 unsigned pool_nbufs(const struct pool *p);
 
-void pool_wait(struct pool *p, struct pool_waiter *w);
+/* Queue w for a buffer: w->wake runs (from pool_service) when one may be
+ * free.  waiter_cancel (waitq.h) takes it off again. */
+void pool_wait(struct pool *p, struct waiter *w);
 /* 1 while some request waits for a buffer. */
 int  pool_has_waiters(const struct pool *p);
-void pool_cancel(struct pool *p, struct pool_waiter *w);
 /* Wake waiters while buffers are free; called by the event loop after each
  * round so that wake-ups never nest inside another request's driver. */
 void pool_service(struct pool *p);

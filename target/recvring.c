@@ -18,7 +18,7 @@ static int
 region_create(struct conn *c, struct recv_region *r, unsigned first, unsigned count,
 	      const char *what)
 {
-	size_t bytes = (size_t)count * RB_RECV_BUF_SIZE;
+	size_t bytes = (size_t)count * RB_MSG_BUF_SIZE;
 	unsigned i;
 
 	r->mem = calloc(1, bytes);
@@ -39,7 +39,7 @@ region_create(struct conn *c, struct recv_region *r, unsigned first, unsigned co
 		rb->ctx.type = WR_RECV;
 		rb->ctx.obj = rb;
 		rb->c = c;
-		rb->buf = r->mem + (size_t)i * RB_RECV_BUF_SIZE;
+		rb->buf = r->mem + (size_t)i * RB_MSG_BUF_SIZE;
 		rb->lkey = r->mr->lkey;
 	}
 	return 0;
@@ -66,7 +66,7 @@ post_one(struct conn *c, struct recv_buf *rb)
 {
 	struct ibv_sge sge = {
 		.addr = (uintptr_t)rb->buf,
-		.length = RB_RECV_BUF_SIZE,
+		.length = RB_MSG_BUF_SIZE,
 		.lkey = rb->lkey,
 	};
 	struct ibv_recv_wr wr, *bad = NULL;

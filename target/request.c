@@ -1,28 +1,28 @@
 /* The request state machine (target/request.h).
  *
- * req_process() is the only function that moves a request between states;
- * completion handlers record what happened and call it.  When the
- * connection is in error, requests that wait for nothing go straight to
- * COMPLETED, and requests with a WR or a job outstanding wait for it (a
- * flushed WR or a returned job) and then complete: nothing is released
- * while the device or a worker may still touch it. */
+ * req_process() is the only function that moves a request between states:
+ * completion handlers (req_rdma_done, req_send_done, req_data_done,
+ * req_unposted, req_job_done) only record what happened (a WR count, a
+ * failed transfer, a returned job) and call it, as SPDK's
+ * nvmf_rdma_request_process does.  Its backing-I/O steps are in
+ * request-exec.c.  When the connection is in error, requests that wait
+ * for nothing go straight to COMPLETED, and requests with a WR or a job
+ * outstanding wait for it (a flushed WR or a returned job) and then
+ * complete: nothing is released while the device or a worker may still
+ * touch it. */
 #include <errno.h>
 #include <string.h>
 
 #include "conn.h"
 #include "log.h"
+#include "loops.h"
 #include "request.h"
 
-static void req_job_complete(struct job *j);
-
-/* The largest piece of a TRIM or WRITE_ZEROES handed to the backing store
- * at once (RB_DISCARD_MAX is the largest request). */
-#define REQ_DISCARD_CHUNK (64u << 20)
-
+/* A pool buffer or send-queue room may be there now. */
 static void
-req_pool_wake(struct pool_waiter *w)
+req_wake(struct waiter *w)
 {
-	struct req *r = (struct req *)((char *)w - offsetof(struct req, pw));
+	struct req *r = (struct req *)((char *)w - offsetof(struct req, wait));
 
 	req_process(r);
 }
@@ -38,7 +38,7 @@ req_init(struct req *r, struct conn *c)
 	r->send_ctx.type = WR_SEND;
 	r->send_ctx.obj = r;
 	r->c = c;
-	r->pw.wake = req_pool_wake;
+	r->wait.wake = req_wake;
 	r->state = REQ_FREE;
 }
 
@@ -49,7 +49,8 @@ req_start(struct req *r, struct recv_buf *rb)
 	r->rb = rb;
 	r->buf = NULL;
 	r->io_result = 0;
-	r->need_durable = 0;
+	r->job_back = 0;
+	r->rdma_failed = 0;
 	r->status = RB_OK;
 	r->rep_flags = 0;
 	r->wr_pending = 0;
@@ -60,40 +61,14 @@ req_start(struct req *r, struct recv_buf *rb)
 	req_process(r);
 }
 
-static int
+int
 is_write_type(uint8_t op)
 {
 	return op == RB_OP_WRITE || op == RB_OP_WRITE_ZEROES || op == RB_OP_TRIM;
 }
 
-/* A write-type request must be on stable storage before its reply. */
-static int
-req_needs_sync(const struct req *r)
-{
-	return r->c->exp->cfg->durability == DURABILITY_ALWAYS ||
-	       (r->info.flags & RB_REQ_FUA);
-}
-
-/* A write error that may have lost data fails the export (flusher.h).
- * Errors that change nothing on the store do not: no space, no quota, an
- * operation or range the file refuses. */
-static int
-write_error_fails_export(int err)
-{
-	switch (err) {
-	case -ENOSPC:
-	case -EDQUOT:
-	case -EFBIG:
-	case -EINVAL:
-	case -EOPNOTSUPP:
-		return 0;
-	default:
-		return err < 0;
-	}
-}
-
 /* The export failed (flusher.h): a write-type request or FLUSH gets EIO. */
-static int
+int
 req_refused_failed(const struct req *r)
 {
 	return (is_write_type(r->info.opcode) || r->info.opcode == RB_OP_FLUSH) &&
@@ -161,7 +136,7 @@ req_post_rdma_read(struct req *r)
 		return REQ_NEED_SQ_READ;
 	r->sge_rdma.addr = (uintptr_t)r->buf;
 	r->sge_rdma.length = r->info.length;
-	r->sge_rdma.lkey = pool_lkey(c->dev->pool);
+	r->sge_rdma.lkey = pool_lkey(c->pool);
 	memset(wr, 0, sizeof(*wr));
 	wr->wr_id = (uintptr_t)&r->rdma_ctx;
 	wr->opcode = IBV_WR_RDMA_READ;
@@ -174,154 +149,6 @@ req_post_rdma_read(struct req *r)
 	c->reads_pending++;
 	conn_queue_send(c, wr, wr);
 	return REQ_TRANSFERRING_FROM_HOST;
-}
-
-/* 1 when r's READ was wholly in the page cache and is done, on this thread,
- * with one preadv2(RWF_NOWAIT): no io_uring round trip, no completion
- * event, an exact count of cache hits.  A miss goes to the ioq.  An
- * export whose file refuses RWF_NOWAIT stops trying (said once). */
-static int
-req_read_cached(struct req *r)
-{
-	struct export *e = r->c->exp;
-	int hit;
-
-	if (e->no_nowait)
-		return 0;
-	hit = job_try_now(&r->job);
-	if (hit < 0) {
-		e->no_nowait = 1;
-		log_info("export %s: the file does not support RWF_NOWAIT; every "
-			 "READ goes to %s", e->cfg->name,
-			 ioq_engine(r->c->t->ioq) == IOQ_IO_URING ? "io_uring" : "a worker");
-	}
-	return hit > 0;
-}
-
-static int
-is_slow_op(uint8_t op)
-{
-	return op == RB_OP_TRIM || op == RB_OP_WRITE_ZEROES;
-}
-
-/* A TRIM or WRITE_ZEROES runs as pieces of at most REQ_DISCARD_CHUNK, one
- * after the other, and takes one of the connection's slow-job slots
- * (c->slow_quota) for its whole run: a connection's discards never hold
- * more than its share of the workers, each for a bounded time. */
-static void
-req_chunk_next(struct req *r, uint64_t from)
-{
-	uint64_t end = r->info.offset + r->info.length;
-
-	r->job.off = from;
-	r->job.len = (uint32_t)(end - from > REQ_DISCARD_CHUNK ? REQ_DISCARD_CHUNK : end - from);
-	r->job.result = 0;
-	r->job.done_bytes = 0;
-	r->chunk_end = from + r->job.len;
-}
-
-static enum req_state
-req_execute(struct req *r)
-{
-	struct conn *c = r->c;
-	struct export *e = c->exp;
-	struct ioq *io = c->t->ioq;
-	struct job *j = &r->job;
-
-	if (is_slow_op(r->info.opcode)) {
-		if (c->slow_inflight >= c->slow_quota) {
-			/* conn_resume wakes it when one of ours is done. */
-			if (!r->slot_wait) {
-				r->slot_wait = 1;
-				c->slot_waiters++;
-			}
-			return REQ_READY_TO_EXECUTE;
-		}
-		if (r->slot_wait) {
-			r->slot_wait = 0;
-			c->slot_waiters--;
-		}
-	}
-	memset(j, 0, sizeof(*j));
-	j->fd = e->cfg->fd;
-	j->rbd = e->cfg->rbd;      /* an RBD export: librbd instead of fd */
-	j->is_blockdev = e->cfg->is_blockdev;
-	j->off = r->info.offset;
-	j->len = r->info.length;
-	j->done = req_job_complete;
-	j->owner = r;
-	switch (r->info.opcode) {
-	case RB_OP_READ:
-		j->op = JOB_READ;
-		j->buf = r->buf;
-		if (req_read_cached(r)) {
-			/* A page-cache hit: done on the event loop. */
-			r->io_result = 0;
-			if (r->start_ns != 0)
-				c->stats.reads_cached++;
-			return REQ_EXECUTED;
-		}
-		break;
-	case RB_OP_WRITE:
-		j->op = JOB_WRITE;
-		j->src = (r->info.flags & RB_REQ_INLINE) ? r->info.inline_data : r->buf;
-		break;
-	case RB_OP_TRIM:
-		j->op = JOB_TRIM;
-		break;
-	case RB_OP_WRITE_ZEROES:
-		j->op = JOB_ZERO;
-		j->no_hole = (r->info.flags & RB_REQ_NO_HOLE) != 0;
-		break;
-	}
-	if (is_slow_op(r->info.opcode)) {
-		req_chunk_next(r, r->info.offset);
-		c->slow_inflight++;
-		if (c->slow_inflight > c->t->stats.slow_jobs_peak)
-			c->t->stats.slow_jobs_peak = c->slow_inflight;
-	}
-	if (r->info.opcode == RB_OP_FLUSH) {
-		/* One group-committed fdatasync covers every write replied to
-		 * before this FLUSH arrived, on any connection. */
-		j->op = JOB_SYNC;
-		c->io_inflight++;
-		flusher_submit(e->flusher, j);
-		return REQ_DURABILITY_WAIT;
-	}
-	c->io_inflight++;
-	ioq_submit(io, j);
-	return REQ_EXECUTING;
-}
-
-/* The backing I/O returned.  A write-type request that must be durable and
- * succeeded joins the flusher's next batch (group commit). */
-static enum req_state
-req_executed(struct req *r)
-{
-	struct conn *c = r->c;
-	struct export *e = c->exp;
-
-	if (r->io_result < 0) {
-		log_warnx("%s: export %s: %s at %llu+%u: %s", c->peer, e->cfg->name,
-			  rb_opcode_name(r->info.opcode),
-			  (unsigned long long)r->info.offset, r->info.length,
-			  strerror(-r->io_result));
-		r->status = rb_errno_to_error(-r->io_result);
-		if (is_write_type(r->info.opcode) && write_error_fails_export(r->io_result))
-			flusher_fail(e->flusher, r->io_result, rb_opcode_name(r->info.opcode));
-		return REQ_READY_TO_REPLY;
-	}
-	if (req_refused_failed(r)) {
-		/* It failed while this one ran: no plain acknowledgement either. */
-		r->status = RB_EIO;
-		return REQ_READY_TO_REPLY;
-	}
-	if (is_write_type(r->info.opcode) && req_needs_sync(r)) {
-		c->io_inflight++;
-		flusher_submit(e->flusher, &r->job);
-		return REQ_DURABILITY_WAIT;
-	}
-	return REQ_READY_TO_REPLY;
 }
 
 /* Repost the receive buffer (the initiator may reuse the credit as soon as
@@ -341,7 +168,7 @@ req_reply(struct req *r)
 	size_t len;
 
 	if (!conn_sq_reserve(c, r, n))
-		return REQ_READY_TO_REPLY;
+		return REQ_NEED_SQ_REPLY;
 	if (rep.error != RB_OK)
 		rep.flags = 0;
 	len = rb_reply_encode(r->reply, &rep);
@@ -375,7 +202,7 @@ req_reply(struct req *r)
 		memset(wr_data, 0, sizeof(*wr_data));
 		r->sge_rdma.addr = (uintptr_t)r->buf;
 		r->sge_rdma.length = r->info.length;
-		r->sge_rdma.lkey = pool_lkey(c->dev->pool);
+		r->sge_rdma.lkey = pool_lkey(c->pool);
 		wr_data->wr_id = (uintptr_t)&r->data_ctx;
 		wr_data->opcode = IBV_WR_RDMA_WRITE;
 		wr_data->send_flags = 0;     /* unsignaled: the SEND covers it */
@@ -399,10 +226,7 @@ req_release(struct req *r)
 {
 	struct conn *c = r->c;
 
-	if (r->pw.queued)
-		pool_cancel(c->dev->pool, &r->pw);
-	if (r->sq_waiting)
-		conn_sq_cancel(c, r);
+	waiter_cancel(&r->wait);
 	if (r->cap_wait) {
 		r->cap_wait = 0;
 		c->cap_waiters--;
@@ -411,8 +235,9 @@ req_release(struct req *r)
 		r->slot_wait = 0;
 		c->slot_waiters--;
 	}
+	req_slow_put(r);
 	if (r->buf != NULL) {
-		pool_put(c->dev->pool, r->buf);
+		pool_put(c->pool, r->buf);
 		r->buf = NULL;
 		c->bufs_held--;
 	}
@@ -425,8 +250,7 @@ req_release(struct req *r)
 		r->rb = NULL;
 	}
 	r->state = REQ_FREE;
-	r->next = c->free_reqs;
-	c->free_reqs = r;
+	SLIST_INSERT_HEAD(&c->free_reqs, r, free_link);
 	c->active--;
 }
 
@@ -441,12 +265,24 @@ req_state_on_error(struct req *r)
 		return r->wr_pending > 0 ? r->state : REQ_COMPLETED;
 	case REQ_EXECUTING:
 	case REQ_DURABILITY_WAIT:
-		return r->state;     /* the job still owns r->buf */
+		/* Until it returns, the job owns r->buf. */
+		return r->job_back ? REQ_COMPLETED : r->state;
 	case REQ_FREE:
 		return REQ_FREE;
 	default:
 		return REQ_COMPLETED;
 	}
+}
+
+/* The job-returned event (req_job_done), consumed by the state that waited
+ * for it: 1 once after the job came back. */
+static int
+job_back_take(struct req *r)
+{
+	if (!r->job_back)
+		return 0;
+	r->job_back = 0;
+	return 1;
 }
 
 void
@@ -481,9 +317,9 @@ req_process(struct req *r)
 				r->cap_wait = 0;
 				c->cap_waiters--;
 			}
-			r->buf = pool_get(c->dev->pool);
+			r->buf = pool_get(c->pool);
 			if (r->buf == NULL) {
-				pool_wait(c->dev->pool, &r->pw);
+				pool_wait(c->pool, &r->wait);
 				return;
 			}
 			c->bufs_held++;
@@ -494,19 +330,31 @@ req_process(struct req *r)
 			r->state = req_post_rdma_read(r);
 			break;
 		case REQ_TRANSFERRING_FROM_HOST:
-			/* req_rdma_done() moves it on. */
+			if (r->wr_pending > 0)
+				break;     /* the RDMA READ is out */
+			if (r->rdma_failed) {
+				r->status = RB_EIO;
+				r->state = REQ_READY_TO_REPLY;
+			} else {
+				r->state = REQ_READY_TO_EXECUTE;
+			}
 			break;
 		case REQ_READY_TO_EXECUTE:
 			r->state = req_execute(r);
 			break;
 		case REQ_EXECUTING:
+			if (job_back_take(r))
+				r->state = req_job_returned(r);
 			break;
 		case REQ_EXECUTED:
 			r->state = req_executed(r);
 			break;
 		case REQ_DURABILITY_WAIT:
+			if (job_back_take(r))
+				r->state = req_synced(r);
 			break;
 		case REQ_READY_TO_REPLY:
+		case REQ_NEED_SQ_REPLY:
 			r->state = req_reply(r);
 			break;
 		case REQ_TRANSFERRING_TO_HOST:
@@ -526,11 +374,8 @@ req_rdma_done(struct req *r, int ok)
 {
 	r->wr_pending--;
 	r->c->reads_pending--;
-	if (r->state == REQ_TRANSFERRING_FROM_HOST) {
-		if (!ok)
-			r->status = RB_EIO;
-		r->state = ok ? REQ_READY_TO_EXECUTE : REQ_READY_TO_REPLY;
-	}
+	if (!ok)
+		r->rdma_failed = 1;
 	req_process(r);
 }
 
@@ -579,46 +424,6 @@ req_unposted(struct req *r, const struct wr_ctx *ctx, int data_posted)
 		break;
 	default:
 		return;
-	}
-	req_process(r);
-}
-
-/* The ioq or the flusher, on the event-loop thread: the job is done. */
-static void
-req_job_complete(struct job *j)
-{
-	req_job_done(j->owner);
-}
-
-void
-req_job_done(struct req *r)
-{
-	struct conn *c = r->c;
-
-	r->io_result = r->job.result;
-	if (r->state == REQ_EXECUTING && is_slow_op(r->info.opcode)) {
-		/* The next piece, unless this one failed or the connection
-		 * is going away; the slot is kept until the last one. */
-		if (r->io_result == 0 && c->state != CONN_ERROR &&
-		    r->chunk_end < r->info.offset + r->info.length) {
-			req_chunk_next(r, r->chunk_end);
-			ioq_submit(c->t->ioq, &r->job);
-			return;
-		}
-		c->slow_inflight--;
-	}
-	c->io_inflight--;
-	if (r->state == REQ_EXECUTING) {
-		r->state = REQ_EXECUTED;
-	} else if (r->state == REQ_DURABILITY_WAIT) {
-		if (r->io_result < 0) {
-			log_warnx("%s: export %s: fdatasync: %s", c->peer, c->exp->cfg->name,
-				  strerror(-r->io_result));
-			r->status = rb_errno_to_error(-r->io_result);
-		} else {
-			r->rep_flags |= RB_REP_DURABLE;
-		}
-		r->state = REQ_READY_TO_REPLY;
 	}
 	req_process(r);
 }

@@ -16,6 +16,7 @@
 #include "auth.h"
 #include "conn.h"
 #include "log.h"
+#include "loops.h"
 #include "target.h"
 
 int
@@ -73,9 +74,11 @@ conns_revoke(struct target *t)
 	enum stats_revocation why;
 	const char *reason;
 	struct conn *c;
+	unsigned li;
 	char buf[128];
 
-	for (c = t->conns; c != NULL; c = c->next) {
+	/* loop 0, reloading: every loop is stopped (loops.h) */
+	FOR_EACH_CONN(t, li, c) {
 		/* A removed or replaced export drains its connections itself;
 		 * one still in its handshake is checked after AUTH
 		 * (conn_hello_finish); a draining one is leaving anyway. */

@@ -1,7 +1,6 @@
-/* Live statistics (target/stats.h): aggregation and the two renderings
- * served over the admin socket, JSON and a human table.  Rendering runs on
- * the event-loop thread, like every update (the flushers' and the ioq's
- * counters included), so it sees a consistent snapshot without locks. */
+/* Live statistics (target/stats.h): the counters every loop updates and
+ * their aggregation.  Rendering them for the admin socket is
+ * stats-render.c's job. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,6 +8,8 @@
 #include <unistd.h>
 
 #include "conn.h"
+#include "loops.h"
+#include "rbd.h"
 #include "stats.h"
 #include "target.h"
 
@@ -57,7 +58,7 @@ stats_percentile_us(const struct stats_op *o, unsigned pct)
 	return bound < max_us ? bound : max_us;
 }
 
-static const char *const refusal_names[STATS_REFUSED__COUNT] = {
+const char *const stats_refusal_names[STATS_REFUSED__COUNT] = {
 	[STATS_REFUSED_BAD_PRIVATE_DATA] = "bad_private_data",
 	[STATS_REFUSED_ADDRESS]          = "address_not_allowed",
 	[STATS_REFUSED_UNKNOWN_EXPORT]   = "unknown_export",
@@ -74,14 +75,25 @@ static const char *const refusal_names[STATS_REFUSED__COUNT] = {
 const char *
 stats_refusal_name(enum stats_refusal r)
 {
-	return (unsigned)r < STATS_REFUSED__COUNT ? refusal_names[r] : "?";
+	return (unsigned)r < STATS_REFUSED__COUNT ? stats_refusal_names[r] : "?";
+}
+
+/* One event of kind `kind` in counters[0..n-1], under t->lock (a kind out
+ * of range is not counted). */
+static void
+count_kind(struct target *t, uint64_t *counters, unsigned n, unsigned kind)
+{
+	if (kind >= n)
+		return;
+	target_lock(t);
+	counters[kind]++;
+	target_unlock(t);
 }
 
 void
 stats_refused(struct target *t, enum stats_refusal why)
 {
-	if ((unsigned)why < STATS_REFUSED__COUNT)
-		t->stats.refused[why]++;
+	count_kind(t, t->stats.refused, STATS_REFUSED__COUNT, (unsigned)why);
 }
 
 void
@@ -103,7 +115,7 @@ stats_refused_status(struct target *t, uint16_t status, int at_hello)
 	stats_refused(t, why);
 }
 
-static const char *const revocation_names[STATS_REVOKED__COUNT] = {
+const char *const stats_revocation_names[STATS_REVOKED__COUNT] = {
 	[STATS_REVOKED_ADDRESS] = "address_not_allowed",
 	[STATS_REVOKED_SECRET]  = "secret_changed",
 	[STATS_REVOKED_SIZE]    = "size_shrunk",
@@ -112,10 +124,10 @@ static const char *const revocation_names[STATS_REVOKED__COUNT] = {
 void
 stats_revoked(struct target *t, enum stats_revocation why)
 {
-	if ((unsigned)why < STATS_REVOKED__COUNT)
-		t->stats.revoked[why]++;
+	count_kind(t, t->stats.revoked, STATS_REVOKED__COUNT, (unsigned)why);
 }
 
+/* Under t->lock (conn_destroy). */
 void
 stats_conn_closed(struct conn *c)
 {
@@ -128,460 +140,4 @@ void
 stats_export_gone(struct target *t, struct export *e)
 {
 	stats_io_add(&t->stats.gone, &e->stats);
-}
-
-/* ---- a bounded string builder ---- */
-
-struct sbuf {
-	char *p;
-	size_t len, cap, max;
-	int full;                 /* a write did not fit in max */
-};
-
-static void sb_printf(struct sbuf *b, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-
-static void
-sb_printf(struct sbuf *b, const char *fmt, ...)
-{
-	va_list ap;
-	int n;
-
-	if (b->full)
-		return;
-	for (;;) {
-		size_t room = b->cap - b->len;
-		size_t ncap;
-		char *np;
-
-		va_start(ap, fmt);
-		n = vsnprintf(b->p != NULL ? b->p + b->len : NULL, room, fmt, ap);
-		va_end(ap);
-		if (n < 0) {
-			b->full = 1;
-			return;
-		}
-		if ((size_t)n < room) {
-			b->len += (size_t)n;
-			return;
-		}
-		ncap = b->cap ? b->cap : 4096;
-		while (ncap <= b->len + (size_t)n)
-			ncap *= 2;
-		if (ncap > b->max)
-			ncap = b->max;
-		if (ncap <= b->len + (size_t)n || (np = realloc(b->p, ncap)) == NULL) {
-			b->full = 1;
-			return;
-		}
-		b->p = np;
-		b->cap = ncap;
-	}
-}
-
-/* A JSON string: quotes, backslashes and control bytes escaped.  Other
- * bytes pass through (names and paths are the admin's own). */
-static void
-sb_json_str(struct sbuf *b, const char *s)
-{
-	sb_printf(b, "\"");
-	for (; *s != '\0' && !b->full; s++) {
-		unsigned char ch = (unsigned char)*s;
-
-		if (ch == '"' || ch == '\\')
-			sb_printf(b, "\\%c", ch);
-		else if (ch < 0x20 || ch == 0x7f)
-			sb_printf(b, "\\u%04x", ch);
-		else
-			sb_printf(b, "%c", ch);
-	}
-	sb_printf(b, "\"");
-}
-
-/* ---- snapshots ---- */
-
-static const char *const op_names[RB_OP__COUNT] = {
-	[RB_OP_READ] = "read", [RB_OP_WRITE] = "write", [RB_OP_FLUSH] = "flush",
-	[RB_OP_TRIM] = "trim", [RB_OP_WRITE_ZEROES] = "zero", [RB_OP_NOP] = "nop",
-};
-
-static const char *
-conn_state_str(enum conn_state s)
-{
-	switch (s) {
-	case CONN_ACCEPTING: return "accepting";
-	case CONN_HELLO:     return "hello";
-	case CONN_READY:     return "ready";
-	case CONN_LINGER:    return "linger";
-	case CONN_DRAINING:  return "draining";
-	case CONN_ERROR:     return "error";
-	}
-	return "?";
-}
-
-/* An export's figures: its closed connections plus its live ones. */
-static void
-export_snapshot(struct target *t, struct export *e, struct stats_io *io,
-		uint64_t *in_flight)
-{
-	struct conn *c;
-
-	*io = e->stats;
-	*in_flight = 0;
-	for (c = t->conns; c != NULL; c = c->next) {
-		if (c->exp != e)
-			continue;
-		stats_io_add(io, &c->stats);
-		*in_flight += c->credits_used;
-	}
-}
-
-static void
-total_snapshot(struct target *t, struct stats_io *io, uint64_t *in_flight)
-{
-	struct export *e;
-	struct stats_io one;
-	uint64_t inf;
-
-	*io = t->stats.gone;
-	*in_flight = 0;
-	for (e = t->exports; e != NULL; e = e->next) {
-		export_snapshot(t, e, &one, &inf);
-		stats_io_add(io, &one);
-		*in_flight += inf;
-	}
-}
-
-/* Counters by reason (refusals, revocations): their sum, and the two
- * renderings, a JSON member and a clause of the human table's line. */
-static uint64_t
-counts_total(const uint64_t *v, unsigned n)
-{
-	uint64_t sum = 0;
-	unsigned i;
-
-	for (i = 0; i < n; i++)
-		sum += v[i];
-	return sum;
-}
-
-static void
-json_counts(struct sbuf *b, const char *key, const char *const *names,
-	    const uint64_t *v, unsigned n)
-{
-	unsigned i;
-
-	sb_printf(b, "  \"%s\": {\"total\": %llu", key,
-		  (unsigned long long)counts_total(v, n));
-	for (i = 0; i < n; i++)
-		sb_printf(b, ", \"%s\": %llu", names[i], (unsigned long long)v[i]);
-	sb_printf(b, "},\n");
-}
-
-/* "LABEL N, reason N, ..." with only the reasons that occurred. */
-static void
-human_counts(struct sbuf *b, const char *label, const char *const *names,
-	     const uint64_t *v, unsigned n)
-{
-	unsigned i;
-
-	sb_printf(b, "%s %llu", label, (unsigned long long)counts_total(v, n));
-	for (i = 0; i < n; i++)
-		if (v[i] != 0)
-			sb_printf(b, ", %s %llu", names[i], (unsigned long long)v[i]);
-}
-
-/* ---- JSON ---- */
-
-static void
-json_io(struct sbuf *b, const struct stats_io *s, uint64_t in_flight, const char *ind)
-{
-	const struct stats_op *o = s->op;
-	uint64_t errors = 0;
-	unsigned i;
-
-	for (i = 0; i < RB_OP__COUNT; i++)
-		errors += o[i].errors;
-	sb_printf(b, "\"reads\": %llu, \"writes\": %llu, \"flushes\": %llu, "
-		  "\"trims\": %llu, \"zeroes\": %llu, \"nops\": %llu,\n",
-		  (unsigned long long)o[RB_OP_READ].count,
-		  (unsigned long long)o[RB_OP_WRITE].count,
-		  (unsigned long long)o[RB_OP_FLUSH].count,
-		  (unsigned long long)o[RB_OP_TRIM].count,
-		  (unsigned long long)o[RB_OP_WRITE_ZEROES].count,
-		  (unsigned long long)o[RB_OP_NOP].count);
-	sb_printf(b, "%s\"bytes_read\": %llu, \"bytes_written\": %llu, "
-		  "\"bytes_trimmed\": %llu, \"bytes_zeroed\": %llu,\n", ind,
-		  (unsigned long long)o[RB_OP_READ].bytes,
-		  (unsigned long long)o[RB_OP_WRITE].bytes,
-		  (unsigned long long)o[RB_OP_TRIM].bytes,
-		  (unsigned long long)o[RB_OP_WRITE_ZEROES].bytes);
-	sb_printf(b, "%s\"errors\": %llu, \"in_flight\": %llu, \"reads_cached\": %llu,\n",
-		  ind, (unsigned long long)errors, (unsigned long long)in_flight,
-		  (unsigned long long)s->reads_cached);
-	sb_printf(b, "%s\"latency_us\": {", ind);
-	for (i = 0; i < RB_OP__COUNT; i++)
-		sb_printf(b, "%s\n%s  \"%s\": {\"count\": %llu, \"errors\": %llu, "
-			  "\"p50\": %llu, \"p99\": %llu, \"max\": %llu, \"sum\": %llu}",
-			  i ? "," : "", ind, op_names[i],
-			  (unsigned long long)o[i].count, (unsigned long long)o[i].errors,
-			  (unsigned long long)stats_percentile_us(&o[i], 50),
-			  (unsigned long long)stats_percentile_us(&o[i], 99),
-			  (unsigned long long)((o[i].max_ns + 999) / 1000),
-			  (unsigned long long)(o[i].sum_ns / 1000));
-	sb_printf(b, "\n%s}", ind);
-}
-
-/* Where backing I/O ran: the event loop's io_uring or worker threads. */
-static void
-json_backing_io(struct target *t, struct sbuf *b)
-{
-	struct ioq_stats st;
-
-	ioq_get_stats(t->ioq, &st);
-	sb_printf(b, "  \"backing_io\": {\"engine\": \"%s\", \"uring_jobs\": %llu, "
-		  "\"uring_resubmits\": %llu, \"uring_submit_calls\": %llu, "
-		  "\"worker_jobs\": %llu, \"in_flight\": %u, "
-		  "\"discard_zero_peak_per_connection\": %llu},\n",
-		  ioq_engine_name(ioq_engine(t->ioq)), (unsigned long long)st.uring_jobs,
-		  (unsigned long long)st.uring_resubmits, (unsigned long long)st.submit_calls,
-		  (unsigned long long)st.worker_jobs, ioq_inflight(t->ioq),
-		  (unsigned long long)t->stats.slow_jobs_peak);
-}
-
-static void
-json_render(struct target *t, struct sbuf *b)
-{
-	struct stats_io io;
-	uint64_t inf;
-	struct export *e;
-	struct conn *c;
-	int first;
-
-	sb_printf(b, "{\n  \"version\": 1,\n  \"pid\": %d,\n  \"uptime_s\": %llu,\n"
-		  "  \"stats\": %s,\n", (int)getpid(),
-		  (unsigned long long)((rb_now_ns() - t->stats.start_ns) / 1000000000u),
-		  t->cfg->stats ? "true" : "false");
-	sb_printf(b, "  \"connections\": {\"current\": %u, \"handshakes\": %u, "
-		  "\"accepted\": %llu, \"closed\": %llu},\n", t->nconns, t->nhandshakes,
-		  (unsigned long long)t->stats.accepted, (unsigned long long)t->stats.closed);
-	json_counts(b, "refused", refusal_names, t->stats.refused, STATS_REFUSED__COUNT);
-	json_counts(b, "revoked", revocation_names, t->stats.revoked, STATS_REVOKED__COUNT);
-	json_backing_io(t, b);
-
-	total_snapshot(t, &io, &inf);
-	sb_printf(b, "  \"total\": {\n    ");
-	json_io(b, &io, inf, "    ");
-	sb_printf(b, "\n  },\n  \"exports\": [");
-
-	first = 1;
-	for (e = t->exports; e != NULL; e = e->next) {
-		struct flusher_stats fs;
-
-		flusher_get_stats(e->flusher, &fs);
-		export_snapshot(t, e, &io, &inf);
-		sb_printf(b, "%s\n    {\"name\": ", first ? "" : ",");
-		sb_json_str(b, e->cfg->name);
-		sb_printf(b, ", \"path\": ");
-		sb_json_str(b, e->cfg->path);
-		sb_printf(b, ", \"removed\": %s, \"state\": \"%s\", \"failure\": ",
-			  e->removed ? "true" : "false",
-			  flusher_failed(e->flusher) ? "failed" : "ok");
-		sb_json_str(b, flusher_failure(e->flusher));
-		sb_printf(b, ", \"connections\": %u,\n      ", e->nconns);
-		json_io(b, &io, inf, "      ");
-		sb_printf(b, ",\n      \"group_commit\": {\"syncs\": %llu, "
-			  "\"requests_covered\": %llu, \"max_batch\": %llu, \"errors\": %llu}}",
-			  (unsigned long long)fs.syncs, (unsigned long long)fs.jobs,
-			  (unsigned long long)fs.max_batch, (unsigned long long)fs.errors);
-		first = 0;
-	}
-	sb_printf(b, "%s],\n  \"connection_list\": [", first ? "" : "\n  ");
-
-	first = 1;
-	for (c = t->conns; c != NULL; c = c->next) {
-		sb_printf(b, "%s\n    {\"id\": %llu, \"peer\": ", first ? "" : ",",
-			  (unsigned long long)c->id);
-		sb_json_str(b, c->peer);
-		sb_printf(b, ", \"export\": ");
-		if (c->exp != NULL)
-			sb_json_str(b, c->exp->cfg->name);
-		else
-			sb_printf(b, "null");
-		sb_printf(b, ", \"state\": \"%s\", \"queue_depth\": %u,\n      ",
-			  conn_state_str(c->state), c->qd);
-		json_io(b, &c->stats, c->credits_used, "      ");
-		sb_printf(b, "}");
-		first = 0;
-	}
-	sb_printf(b, "%s]\n}\n", first ? "" : "\n  ");
-}
-
-/* ---- the human table ---- */
-
-static const char *
-human_bytes(uint64_t v, char *buf, size_t size)
-{
-	static const char units[] = "KMGTPE";
-	double d = (double)v;
-	int u = -1;
-
-	if (v < 1024) {
-		snprintf(buf, size, "%llu", (unsigned long long)v);
-		return buf;
-	}
-	while (d >= 1024 && u < 5) {
-		d /= 1024;
-		u++;
-	}
-	snprintf(buf, size, "%.1f%c", d, units[u]);
-	return buf;
-}
-
-static void
-human_io_row(struct sbuf *b, const char *name, const struct stats_io *s,
-	     uint64_t in_flight)
-{
-	const struct stats_op *o = s->op;
-	char rd[16], wr[16];
-	uint64_t errors = 0;
-	unsigned i;
-
-	for (i = 0; i < RB_OP__COUNT; i++)
-		errors += o[i].errors;
-	sb_printf(b, "%-16s %5llu %8llu %8llu %7llu %6llu %6llu %6llu %8s %8s %6llu\n", name,
-		  (unsigned long long)in_flight,
-		  (unsigned long long)o[RB_OP_READ].count,
-		  (unsigned long long)o[RB_OP_WRITE].count,
-		  (unsigned long long)o[RB_OP_FLUSH].count,
-		  (unsigned long long)o[RB_OP_TRIM].count,
-		  (unsigned long long)o[RB_OP_WRITE_ZEROES].count,
-		  (unsigned long long)o[RB_OP_NOP].count,
-		  human_bytes(o[RB_OP_READ].bytes, rd, sizeof(rd)),
-		  human_bytes(o[RB_OP_WRITE].bytes, wr, sizeof(wr)),
-		  (unsigned long long)errors);
-}
-
-static void
-human_latency(struct sbuf *b, const char *name, const struct stats_io *s)
-{
-	unsigned i;
-
-	for (i = 0; i < RB_OP__COUNT; i++) {
-		const struct stats_op *o = &s->op[i];
-
-		if (o->count == 0)
-			continue;
-		sb_printf(b, "%-16s %-6s %10llu %8llu %8llu %8llu\n", name, op_names[i],
-			  (unsigned long long)o->count,
-			  (unsigned long long)stats_percentile_us(o, 50),
-			  (unsigned long long)stats_percentile_us(o, 99),
-			  (unsigned long long)((o->max_ns + 999) / 1000));
-	}
-}
-
-static const char io_header[] =
-	"%-16s %5s %8s %8s %7s %6s %6s %6s %8s %8s %6s\n";
-
-static void
-human_render(struct target *t, struct sbuf *b)
-{
-	uint64_t up = (rb_now_ns() - t->stats.start_ns) / 1000000000u, inf;
-	struct stats_io io;
-	struct export *e;
-	struct conn *c;
-	char name[32];
-
-	sb_printf(b, "rdmablk-target pid %d, up %llud %02llu:%02llu:%02llu, stats %s\n",
-		  (int)getpid(), (unsigned long long)(up / 86400),
-		  (unsigned long long)(up / 3600 % 24), (unsigned long long)(up / 60 % 60),
-		  (unsigned long long)(up % 60), t->cfg->stats ? "on" : "off (stats = no)");
-	sb_printf(b, "connections: %u now (%u in the handshake), %llu accepted, %llu closed; ",
-		  t->nconns, t->nhandshakes, (unsigned long long)t->stats.accepted,
-		  (unsigned long long)t->stats.closed);
-	human_counts(b, "refused", refusal_names, t->stats.refused, STATS_REFUSED__COUNT);
-	human_counts(b, "; revoked by reloads", revocation_names, t->stats.revoked,
-		     STATS_REVOKED__COUNT);
-	sb_printf(b, "\n");
-	{
-		struct ioq_stats st;
-
-		ioq_get_stats(t->ioq, &st);
-		sb_printf(b, "backing I/O: %s; %llu jobs on io_uring (%llu short, continued; "
-			  "%llu submit calls), %llu on worker threads\n\n",
-			  ioq_engine_name(ioq_engine(t->ioq)),
-			  (unsigned long long)st.uring_jobs,
-			  (unsigned long long)st.uring_resubmits,
-			  (unsigned long long)st.submit_calls,
-			  (unsigned long long)st.worker_jobs);
-	}
-
-	sb_printf(b, io_header, "EXPORT", "INFL", "READS", "WRITES", "FLUSHES", "TRIMS",
-		  "ZEROES", "NOPS", "READ", "WRITTEN", "ERRORS");
-	for (e = t->exports; e != NULL; e = e->next) {
-		export_snapshot(t, e, &io, &inf);
-		human_io_row(b, e->cfg->name, &io, inf);
-	}
-	total_snapshot(t, &io, &inf);
-	human_io_row(b, "(total)", &io, inf);
-
-	for (e = t->exports; e != NULL; e = e->next)
-		if (flusher_failed(e->flusher))
-			sb_printf(b, "export %s: export failed (%s): writes and FLUSH get EIO "
-				  "until a reload reopens it\n", e->cfg->name,
-				  flusher_failure(e->flusher));
-
-	if (t->conns != NULL) {
-		sb_printf(b, "\n%-4s %-22s %-16s %-9s\n", "CONN", "PEER", "EXPORT", "STATE");
-		for (c = t->conns; c != NULL; c = c->next)
-			sb_printf(b, "%-4llu %-22s %-16s %-9s\n", (unsigned long long)c->id,
-				  c->peer, c->exp != NULL ? c->exp->cfg->name : "-",
-				  conn_state_str(c->state));
-		sb_printf(b, "\n");
-		sb_printf(b, io_header, "CONN", "INFL", "READS", "WRITES", "FLUSHES", "TRIMS",
-			  "ZEROES", "NOPS", "READ", "WRITTEN", "ERRORS");
-		for (c = t->conns; c != NULL; c = c->next) {
-			snprintf(name, sizeof(name), "%llu", (unsigned long long)c->id);
-			human_io_row(b, name, &c->stats, c->credits_used);
-		}
-	}
-
-	sb_printf(b, "\n%-16s %-6s %10s %8s %8s %8s\n", "LATENCY (us)", "OP", "COUNT",
-		  "P50", "P99", "MAX");
-	for (e = t->exports; e != NULL; e = e->next) {
-		export_snapshot(t, e, &io, &inf);
-		human_latency(b, e->cfg->name, &io);
-	}
-
-	sb_printf(b, "\n%-16s %10s %10s %9s %9s %6s\n", "GROUP COMMIT", "SYNCS", "COVERED",
-		  "AVG-BATCH", "MAX-BATCH", "ERRORS");
-	for (e = t->exports; e != NULL; e = e->next) {
-		struct flusher_stats fs;
-
-		flusher_get_stats(e->flusher, &fs);
-		sb_printf(b, "%-16s %10llu %10llu %9.1f %9llu %6llu\n", e->cfg->name,
-			  (unsigned long long)fs.syncs, (unsigned long long)fs.jobs,
-			  fs.syncs ? (double)fs.jobs / (double)fs.syncs : 0.0,
-			  (unsigned long long)fs.max_batch, (unsigned long long)fs.errors);
-	}
-}
-
-int
-stats_render(struct target *t, int human, size_t max, char **out, size_t *len)
-{
-	struct sbuf b = { .max = max };
-
-	if (human)
-		human_render(t, &b);
-	else
-		json_render(t, &b);
-	if (b.full || b.p == NULL) {
-		free(b.p);
-		*out = NULL;
-		*len = 0;
-		return -1;
-	}
-	*out = b.p;
-	*len = b.len;
-	return 0;
 }

@@ -75,8 +75,8 @@ struct stats_target {
 	uint64_t refused[STATS_REFUSED__COUNT];
 	uint64_t revoked[STATS_REVOKED__COUNT];
 	struct stats_io gone;             /* of exports removed by a reload */
-	uint64_t slow_jobs_peak;          /* most TRIM/WRITE_ZEROES one connection
-	                                   * ran at once (its slow_quota bounds it) */
+	/* the most TRIM/WRITE_ZEROES one connection ran at once is each
+	 * loop's slow_jobs_peak (loops.h) */
 };
 
 /* The hot path: one reply posted.  Inline so that request.c pays for a
@@ -121,6 +121,9 @@ void stats_io_add(struct stats_io *dst, const struct stats_io *src);
  * microseconds (a bucket's upper bound, at most the maximum); 0 when empty. */
 uint64_t stats_percentile_us(const struct stats_op *o, unsigned pct);
 const char *stats_refusal_name(enum stats_refusal r);
+/* The names --stats gives each refusal and revocation reason (stats.c). */
+extern const char *const stats_refusal_names[STATS_REFUSED__COUNT];
+extern const char *const stats_revocation_names[STATS_REVOKED__COUNT];
 
 struct target;
 struct conn;

@@ -1,17 +1,20 @@
 /* rdmablk-target: the daemon's shared state and the objects that live in it.
  *
- *   struct target    one per process: config, event loop, listener, lists
+ *   struct target    one per process: config, event loops, listener, lists
+ *   struct loop      one per event loop (`threads =`, loops.h)
  *   struct device    one per RDMA device: PD and the pre-registered pool
  *   struct export    one per [export]: backing fd and its flusher
  *   struct conn      one per RDMA CM connection (conn.c)
  *   struct req       one request slot of a connection (request.c)
  *
- * Everything here is touched by the event-loop thread only; the worker
- * threads (io_uring's fallback, ioq.h) see nothing but struct job. */
+ * A connection, and each request of it, is touched by its own loop's
+ * thread only; what the loops share is guarded as loops.h says.  The
+ * worker threads (io_uring's fallback, ioq.h) see nothing but struct job. */
 #ifndef RDMABLK_TARGET_TARGET_H
 #define RDMABLK_TARGET_TARGET_H
 
 #include <infiniband/verbs.h>
+#include <pthread.h>
 #include <rdma/rdma_cma.h>
 #include <stdint.h>
 
@@ -32,6 +35,7 @@ enum ep_type {
 	EP_ADMIN,       /* the admin socket (admin.c) */
 	EP_ADMIN_CLIENT, /* one admin client */
 	EP_RBD,         /* an RBD export's librbd completions (rbd.h) */
+	EP_WAKE,        /* a loop's wake eventfd (loops.h) */
 };
 
 struct ep_handler {
@@ -59,15 +63,18 @@ struct device {
 	struct device *next;
 	struct ibv_context *verbs;
 	struct ibv_pd *pd;
-	struct pool *pool;
+	struct pool **pools;        /* one per loop: buffer-pool split evenly */
+	unsigned npools;
 	struct ibv_device_attr attr;
 };
 
 struct export {
 	struct export *next;
 	struct cfg_export *cfg;     /* owned: detached from its struct config */
-	struct flusher *flusher;
-	unsigned nconns;
+	struct flusher *flusher;    /* loop 0's, which holds the failed state */
+	struct flusher **flushers;  /* one per loop, [0] == flusher */
+	unsigned nflushers;
+	unsigned nconns;            /* under t->lock */
 	int removed;                /* gone from the config: drain, then free */
 	int keep;                   /* scratch for exports_apply() */
 	int no_nowait;              /* its file refused RWF_NOWAIT: no page-cache fast path */
@@ -82,25 +89,26 @@ struct admin;
 struct target {
 	struct config *cfg;         /* [target] settings; exports moved out */
 	const char *config_file;
-	int epfd;
+	int epfd;                   /* loop 0's */
 	int sigfd;
-	struct ep_handler cm_eh, ioq_eh, sig_eh;
+	struct ep_handler cm_eh, sig_eh;
 	struct rdma_event_channel *cm_channel;
 	struct rdma_cm_id *listen_id;
 	struct device *devices;
 	struct export *exports;
-	struct conn *conns;
+	struct loop **loops;        /* nloops event loops; [0] is the main thread's */
+	unsigned nloops;
+	pthread_mutex_t lock;       /* the counters below (loops.h) */
 	unsigned nconns;
 	unsigned nhandshakes;       /* conns not yet READY (HELLO/AUTH not done) */
+	int reap_pending;           /* a removed export lost its last connection */
 	/* listener.c: refusals at CONNECT_REQUEST are logged at most
 	 * LISTENER_LOG_PER_S a second; the rest are counted, then summed up */
 	uint64_t refuse_log_sec;
 	unsigned refuse_log_n, refuse_log_dropped;
-	struct ioq *ioq;            /* backing I/O: io_uring, or worker threads */
 	int shutting_down;
 	uint64_t shutdown_ns;       /* when SIGTERM came: loop.c bounds the drain */
 	uint64_t next_conn_id;
-	uint64_t next_watch_ns;     /* connection deadlines are checked once a second */
 	struct stats_target stats;
 	struct admin *admin;        /* NULL: no admin socket */
 };
@@ -113,6 +121,14 @@ void device_destroy_all(struct target *t);
 int  exports_apply(struct target *t, struct config *newcfg);
 struct export *export_find(struct target *t, const char *name);
 void export_put_conn(struct target *t, struct export *e);
+/* At HELLO: count c's connection to e, or -1 when e has max-connections. */
+int  export_take_conn(struct target *t, struct export *e);
+/* Loop 0: free removed exports that lost their last connection. */
+void exports_reap_pending(struct target *t);
+/* Loop 0, once a round: a failed RBD export reopens its image (rbd.h). */
+void exports_tick(struct target *t);
+/* Every loop's flusher statistics of e, summed. */
+void export_flusher_stats(const struct export *e, struct flusher_stats *st);
 void exports_destroy_all(struct target *t);
 /* 1 when some export allows this peer (the CONNECT_REQUEST check). */
 int  exports_any_allows(struct target *t, const struct sockaddr *sa);
@@ -123,17 +139,24 @@ uint32_t export_flags(const struct export *e);
 void conns_revoke(struct target *t);
 
 /* listener.c */
+/* A non-blocking RDMA CM event channel; NULL after one log line naming who
+ * (no RDMA device at all: no_rdma_device()). */
+struct rdma_event_channel *cm_channel_create(const struct target *t, const char *who);
 int  listener_start(struct target *t);
 void listener_stop(struct target *t);
-void listener_handle_events(struct target *t);
+/* The CM events on ch: t->cm_channel (loop 0) or a loop's own. */
+void listener_handle_events(struct target *t, struct rdma_event_channel *ch);
 /* The [target] limits (max-connections-total, max-handshakes,
  * max-connections-per-address), checked at CONNECT_REQUEST before anything
  * is allocated.  Returns 0, or -1 with the refusal in *stat and why. */
 int  listener_over_limit(const struct target *t, const struct sockaddr *peer,
 			 enum stats_refusal *stat, char *why, size_t size);
 
-/* loop.c */
-int  loop_run(struct target *t);
+/* loop.c: add fd to the epoll set epfd for EVENTS; its events come back
+ * as eh, which is set to (type, obj) first.  -1 with errno set: the caller
+ * logs. */
+int  ep_watch(int epfd, int fd, uint32_t events, struct ep_handler *eh, enum ep_type type,
+	      void *obj);
 
 /* Message for a host without RDMA; the exact text is a contract. */
 void no_rdma_device(const struct target *t) __attribute__((noreturn));

@@ -1,155 +1,20 @@
 /* Worker threads for backing-store I/O and the completion queue back to the
  * event loop (target/workq.h). */
 #include <errno.h>
-#include <fcntl.h>
-#include <linux/falloc.h>
-#include <linux/fs.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
-#include <sys/ioctl.h>
-#include <sys/uio.h>
 #include <unistd.h>
 
 #include "log.h"
 #include "workq.h"
-
-static const char zeros[64 * 1024];
-
-static int
-full_pread(int fd, void *buf, uint32_t len, uint64_t off)
-{
-	uint32_t done = 0;
-
-	while (done < len) {
-		ssize_t n = pread(fd, (char *)buf + done, len - done, (off_t)(off + done));
-
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		if (n == 0) {
-			/* Past EOF of a regular file reads as zeros. */
-			memset((char *)buf + done, 0, len - done);
-			break;
-		}
-		done += (uint32_t)n;
-	}
-	return 0;
-}
-
-static int
-full_pwrite(int fd, const void *buf, uint64_t len, uint64_t off, int repeat)
-{
-	uint64_t done = 0;
-
-	while (done < len) {
-		size_t chunk = (size_t)(len - done);
-		ssize_t n;
-
-		if (repeat && chunk > sizeof(zeros))
-			chunk = sizeof(zeros);
-		n = pwrite(fd, repeat ? buf : (const char *)buf + done, chunk,
-			   (off_t)(off + done));
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		if (n == 0)
-			return -ENOSPC;
-		done += (uint64_t)n;
-	}
-	return 0;
-}
-
-static int
-do_trim(struct job *j)
-{
-	if (j->is_blockdev) {
-		uint64_t range[2] = { j->off, j->len };
-
-		if (ioctl(j->fd, BLKDISCARD, range) < 0)
-			return errno == EOPNOTSUPP ? 0 : -errno;
-		return 0;
-	}
-	if (fallocate(j->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
-		      (off_t)j->off, (off_t)j->len) < 0)
-		/* TRIM is advisory: a file system without holes ignores it. */
-		return errno == EOPNOTSUPP ? 0 : -errno;
-	return 0;
-}
-
-static int
-do_zero(struct job *j)
-{
-	if (j->is_blockdev) {
-		uint64_t range[2] = { j->off, j->len };
-
-		if (ioctl(j->fd, BLKZEROOUT, range) == 0)
-			return 0;
-		if (errno != EOPNOTSUPP && errno != EINVAL)
-			return -errno;
-	} else {
-		if (fallocate(j->fd, FALLOC_FL_ZERO_RANGE | FALLOC_FL_KEEP_SIZE,
-			      (off_t)j->off, (off_t)j->len) == 0)
-			return 0;
-		if (!j->no_hole &&
-		    fallocate(j->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
-			      (off_t)j->off, (off_t)j->len) == 0)
-			return 0;
-		if (errno != EOPNOTSUPP)
-			return -errno;
-	}
-	return full_pwrite(j->fd, zeros, j->len, j->off, 1);
-}
-
-void
-job_execute(struct job *j)
-{
-	switch (j->op) {
-	case JOB_READ:
-		j->result = full_pread(j->fd, j->buf, j->len, j->off);
-		break;
-	case JOB_WRITE:
-		j->result = full_pwrite(j->fd, j->src, j->len, j->off, 0);
-		break;
-	case JOB_TRIM:
-		j->result = do_trim(j);
-		break;
-	case JOB_ZERO:
-		j->result = do_zero(j);
-		break;
-	case JOB_SYNC:
-		j->result = fdatasync(j->fd) < 0 ? -errno : 0;
-		break;
-	}
-}
-
-int
-job_try_now(struct job *j)
-{
-	struct iovec iov = { .iov_base = j->buf, .iov_len = j->len };
-	ssize_t n;
-
-	if (j->op != JOB_READ)
-		return 0;
-	n = preadv2(j->fd, &iov, 1, (off_t)j->off, RWF_NOWAIT);
-	if (n < 0 && errno == EOPNOTSUPP)
-		return -1;
-	if (n != (ssize_t)j->len)
-		return 0;    /* not all cached, past EOF, or an error: the worker decides */
-	j->result = 0;
-	return 1;
-}
 
 /* ---- worker threads ---- */
 
 struct workq {
 	pthread_mutex_t lock;
 	pthread_cond_t  cond;
-	struct job *head, *tail;
+	struct job_list jobs;
 	int stopping;
 	unsigned nthreads;
 	pthread_t *threads;
@@ -164,16 +29,13 @@ worker_main(void *arg)
 
 	pthread_mutex_lock(&wq->lock);
 	for (;;) {
-		while (wq->head == NULL && !wq->stopping)
+		while (STAILQ_EMPTY(&wq->jobs) && !wq->stopping)
 			pthread_cond_wait(&wq->cond, &wq->lock);
-		if (wq->head == NULL)
+		j = STAILQ_FIRST(&wq->jobs);
+		if (j == NULL)
 			break;
-		j = wq->head;
-		wq->head = j->next;
-		if (wq->head == NULL)
-			wq->tail = NULL;
+		STAILQ_REMOVE_HEAD(&wq->jobs, link);
 		pthread_mutex_unlock(&wq->lock);
-		j->next = NULL;
 		job_execute(j);
 		compq_push(wq->cq, j);
 		pthread_mutex_lock(&wq->lock);
@@ -199,6 +61,7 @@ workq_create(unsigned nthreads, struct compq *cq)
 		goto out_free;
 	}
 	wq->cq = cq;
+	STAILQ_INIT(&wq->jobs);
 	pthread_mutex_init(&wq->lock, NULL);
 	pthread_cond_init(&wq->cond, NULL);
 	for (i = 0; i < nthreads; i++) {
@@ -241,13 +104,8 @@ workq_destroy(struct workq *wq)
 void
 workq_submit(struct workq *wq, struct job *j)
 {
-	j->next = NULL;
 	pthread_mutex_lock(&wq->lock);
-	if (wq->tail != NULL)
-		wq->tail->next = j;
-	else
-		wq->head = j;
-	wq->tail = j;
+	STAILQ_INSERT_TAIL(&wq->jobs, j, link);
 	pthread_cond_signal(&wq->cond);
 	pthread_mutex_unlock(&wq->lock);
 }
@@ -256,7 +114,7 @@ workq_submit(struct workq *wq, struct job *j)
 
 struct compq {
 	pthread_mutex_t lock;
-	struct job *head, *tail;
+	struct job_list done;
 	int efd;
 };
 
@@ -276,6 +134,7 @@ compq_create(void)
 		return NULL;
 	}
 	pthread_mutex_init(&cq->lock, NULL);
+	STAILQ_INIT(&cq->done);
 	return cq;
 }
 
@@ -301,31 +160,24 @@ compq_push(struct compq *cq, struct job *j)
 	uint64_t one = 1;
 	int was_empty;
 
-	j->next = NULL;
 	pthread_mutex_lock(&cq->lock);
-	was_empty = cq->head == NULL;
-	if (cq->tail != NULL)
-		cq->tail->next = j;
-	else
-		cq->head = j;
-	cq->tail = j;
+	was_empty = STAILQ_EMPTY(&cq->done);
+	STAILQ_INSERT_TAIL(&cq->done, j, link);
 	pthread_mutex_unlock(&cq->lock);
 	/* The eventfd counter only needs to be non-zero while jobs wait. */
 	if (was_empty && write(cq->efd, &one, sizeof(one)) < 0 && errno != EAGAIN)
 		log_warn("compq: eventfd write");
 }
 
-struct job *
-compq_take(struct compq *cq)
+void
+compq_take(struct compq *cq, struct job_list *out)
 {
-	struct job *j;
 	uint64_t v;
 
+	STAILQ_INIT(out);
 	pthread_mutex_lock(&cq->lock);
 	if (read(cq->efd, &v, sizeof(v)) < 0 && errno != EAGAIN)
 		log_warn("compq: eventfd read");
-	j = cq->head;
-	cq->head = cq->tail = NULL;
+	STAILQ_CONCAT(out, &cq->done);
 	pthread_mutex_unlock(&cq->lock);
-	return j;
 }

@@ -11,6 +11,7 @@
 
 #include <pthread.h>
 #include <stdint.h>
+#include <sys/queue.h>
 
 enum job_op {
 	JOB_READ,          /* pread len bytes at off into buf (zero past EOF) */
@@ -24,9 +25,12 @@ struct job;
 struct flusher;
 struct rbd_backing;
 typedef void job_done_fn(struct job *j);
+STAILQ_HEAD(job_list, job);
 
 struct job {
-	struct job *next;
+	/* on at most one list: a worker queue, the completion queue, a
+	 * flusher's batch, an RBD image's lock or failure list */
+	STAILQ_ENTRY(job) link;
 	enum job_op op;
 	int      fd;
 	struct rbd_backing *rbd;   /* an RBD export's image: librbd, not fd (rbd.h) */
@@ -42,7 +46,8 @@ struct job {
 	void    *owner;
 };
 
-/* Run one job synchronously (a worker thread's body; also used by tests). */
+/* backing.c: run one job synchronously (a worker thread's body; also
+ * used by tests). */
 void job_execute(struct job *j);
 /* On the caller's thread, only if that need not wait: a READ wholly in the
  * page cache (preadv2 RWF_NOWAIT).  1: done, j->result set; 0: hand the
@@ -50,6 +55,12 @@ void job_execute(struct job *j);
  * so do not try again.  A miss may still start readahead (as io_uring's
  * first, non-blocking attempt does) before it returns. */
 int  job_try_now(struct job *j);
+/* 1 when io_uring can run j (or its next part): not a block device's
+ * TRIM or WRITE_ZEROES, which need an ioctl. */
+int  backing_ring_serves(const struct job *j);
+struct io_uring_sqe;
+/* Prepare sqe for what is left of j (past j->done_bytes). */
+void backing_prep_sqe(struct io_uring_sqe *sqe, const struct job *j);
 
 struct workq;
 struct compq;
@@ -64,7 +75,8 @@ struct compq *compq_create(void);
 void compq_destroy(struct compq *cq);
 int  compq_fd(const struct compq *cq);      /* readable when jobs are done */
 void compq_push(struct compq *cq, struct job *j);
-/* Take every finished job, oldest first (clears the eventfd). */
-struct job *compq_take(struct compq *cq);
+/* Move every finished job to out (emptied first), oldest first; clears
+ * the eventfd. */
+void compq_take(struct compq *cq, struct job_list *out);
 
 #endif

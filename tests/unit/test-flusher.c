@@ -323,6 +323,11 @@ test_sync_error(enum ioq_engine want)
 		 ioq_engine_name(ioq_engine(q)));
 	check(a.synced && b.synced && a.job.result == -EINVAL && b.job.result == -EINVAL &&
 	      st.syncs == 1 && st.errors == 1, what);
+	check(flusher_failed(fl) == -EINVAL && strstr(flusher_failure(fl), "fdatasync") != NULL,
+	      "the failed fdatasync failed the export");
+	flusher_reopened(fl, "unit test");
+	check(flusher_failed(fl) == 0 && flusher_failure(fl)[0] == '\0',
+	      "flusher_reopened (an RBD export's reopen) clears the failed state");
 	flusher_destroy(fl);
 	ioq_destroy(q);
 	close(p[0]);

@@ -1,23 +1,16 @@
 /* Unit test for the [target] connection limits (issue 13): which limit
  * listener_over_limit names for a CONNECT_REQUEST, how peers are compared
  * (rb_sockaddr_same_host), and the memlock sum of target/memlock.c.  No
- * RDMA needed: connections are bare struct conn on the target's list. */
+ * RDMA needed: connections are bare struct conn on one loop's list. */
 #include <arpa/inet.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "../../target/conn.h"
+#include "../../target/loops.h"
 #include "../../target/memlock.h"
 
-static int failures;
-
-static void
-check(int ok, const char *what)
-{
-	printf("%s: %s\n", ok ? "ok" : "FAIL", what);
-	if (!ok)
-		failures++;
-}
+#include "check.h"
 
 static struct sockaddr_in
 v4(const char *a, uint16_t port)
@@ -44,6 +37,8 @@ v6(const char *a, uint16_t port)
 }
 
 static struct conn conns[8];
+static struct loop loop0;
+static struct loop *loops[1] = { &loop0 };
 
 /* Put connection i from address a on t's list; handshaking or READY. */
 static void
@@ -55,8 +50,7 @@ add(struct target *t, unsigned i, const char *a, int handshaking)
 	memset(c, 0, sizeof(*c));
 	memcpy(&c->peer_sa, &s, sizeof(s));
 	c->handshaking = handshaking;
-	c->next = t->conns;
-	t->conns = c;
+	LIST_INSERT_HEAD(&loop0.conns, c, link);
 	t->nconns++;
 	t->nhandshakes += handshaking != 0;
 }
@@ -92,6 +86,8 @@ main(void)
 	memset(&cfg, 0, sizeof(cfg));
 	memset(&t, 0, sizeof(t));
 	t.cfg = &cfg;
+	t.loops = loops;
+	t.nloops = 1;
 	cfg.max_conns_total = 6;
 	cfg.max_handshakes = 3;
 	cfg.max_conns_per_addr = 2;
@@ -125,7 +121,7 @@ main(void)
 	cfg.max_conns_total = 256;
 	memlock_need(&cfg, &need);
 	check(need.pool == 64ull << 20, "memlock: the pool as registered (whole max-io buffers)");
-	check(need.per_conn == 129ull * RB_RECV_BUF_SIZE + RB_CTRL_MSG_MAX +
+	check(need.per_conn == 129ull * RB_MSG_BUF_SIZE + RB_CTRL_MSG_MAX +
 	      (260 + 129) * MEMLOCK_QUEUE_BYTES_PER_WR,
 	      "memlock: a connection = (queue-depth + 1) receive buffers + control + queues");
 	check(need.total == need.pool + 256 * need.per_conn + MEMLOCK_SLACK,
@@ -133,10 +129,6 @@ main(void)
 	check(need.total <= 256ull << 20,
 	      "memlock: the defaults fit the unit's LimitMEMLOCK=256M");
 
-	if (failures) {
-		printf("test-limits: %d check(s) failed\n", failures);
-		return 1;
-	}
-	printf("test-limits: all checks passed\n");
-	return 0;
+	printf("test-limits: %d checks, %d failed\n", checks, failures);
+	return failures ? 1 : 0;
 }

@@ -6,15 +6,7 @@
 
 #include "../../target/stats.h"
 
-static int failures;
-
-static void
-check(int ok, const char *what)
-{
-	printf("%s: %s\n", ok ? "ok" : "FAIL", what);
-	if (!ok)
-		failures++;
-}
+#include "check.h"
 
 /* Record one latency of us microseconds without a clock. */
 static void
@@ -69,6 +61,6 @@ main(void)
 	check(a.op[RB_OP_READ].count == 1 && a.op[RB_OP_READ].bytes == 1024,
 	      "add: other opcodes");
 
-	printf("%s\n", failures ? "test-stats: FAILED" : "test-stats: all checks passed");
+	printf("test-stats: %d checks, %d failed\n", checks, failures);
 	return failures ? 1 : 0;
 }

@@ -1,0 +1,470 @@
+/* Unit test for target/request.c, the request state machine: drive one
+ * request slot through its states with fake completions.  No verbs: this
+ * binary links request.o and request-exec.o alone (Makefile), and what
+ * they call on the connection, the pool, the ioq and the flusher are the
+ * fakes below, which record what was asked of them.  Exits 0 or 1. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../target/config.h"
+#include "../../target/conn.h"
+#include "../../target/flusher.h"
+#include "../../target/log.h"
+#include "../../target/loops.h"
+#include "../../target/request.h"
+#include "check.h"
+
+#define SIZE     (1ull << 30)
+#define MAX_IO   (1u << 20)
+
+/* ---- fakes of what request.c calls ---- */
+
+static struct {
+	unsigned reposts;               /* conn_post_recv */
+	unsigned wr_read, wr_write, wr_send;   /* conn_queue_send, by opcode */
+	unsigned jobs;                  /* ioq_submit */
+	struct job *last_job;
+	unsigned syncs;                 /* flusher_submit */
+	unsigned pool_free;             /* buffers pool_get may hand out */
+	struct waiter *pool_waiter;     /* pool_wait */
+	int failed;                     /* flusher_fail */
+	const char *conn_failed;        /* conn_fail's why */
+} fake;
+
+static char pool_mem[4][MAX_IO];
+
+void
+conn_fail(struct conn *c, const char *why)
+{
+	fake.conn_failed = why;
+	c->state = CONN_ERROR;
+}
+
+int
+conn_post_recv(struct conn *c, struct recv_buf *rb)
+{
+	(void)c;
+	(void)rb;
+	fake.reposts++;
+	return 0;
+}
+
+void
+conn_queue_send(struct conn *c, struct ibv_send_wr *first, struct ibv_send_wr *last)
+{
+	struct ibv_send_wr *wr;
+
+	(void)c;
+	for (wr = first; ; wr = wr->next) {
+		if (wr->opcode == IBV_WR_RDMA_READ)
+			fake.wr_read++;
+		else if (wr->opcode == IBV_WR_RDMA_WRITE)
+			fake.wr_write++;
+		else
+			fake.wr_send++;
+		if (wr == last)
+			break;
+	}
+}
+
+/* As sendq.c's, without the wait queue's order: room or wait. */
+int
+conn_sq_reserve(struct conn *c, struct req *r, unsigned n)
+{
+	if (c->sq_used + n <= c->sq_depth) {
+		waiter_cancel(&r->wait);
+		c->sq_used += n;
+		return 1;
+	}
+	waitq_add(&c->sq_wait, &r->wait);
+	return 0;
+}
+
+void *
+pool_get(struct pool *p)
+{
+	(void)p;
+	if (fake.pool_free == 0)
+		return NULL;
+	return pool_mem[--fake.pool_free];
+}
+
+void
+pool_put(struct pool *p, void *buf)
+{
+	(void)p;
+	(void)buf;
+	fake.pool_free++;
+}
+
+uint32_t
+pool_lkey(const struct pool *p)
+{
+	(void)p;
+	return 1;
+}
+
+void
+pool_wait(struct pool *p, struct waiter *w)
+{
+	(void)p;
+	fake.pool_waiter = w;
+}
+
+enum ioq_engine
+ioq_engine(const struct ioq *q)
+{
+	(void)q;
+	return IOQ_THREADS;
+}
+
+void
+ioq_submit(struct ioq *q, struct job *j)
+{
+	(void)q;
+	fake.jobs++;
+	fake.last_job = j;
+}
+
+int
+job_try_now(struct job *j)
+{
+	(void)j;
+	return 0;
+}
+
+void
+flusher_submit(struct flusher *f, struct job *j)
+{
+	(void)f;
+	(void)j;
+	fake.syncs++;
+}
+
+void
+flusher_fail(struct flusher *f, int err, const char *what)
+{
+	(void)f;
+	(void)what;
+	fake.failed = err;
+}
+
+int
+flusher_failed(const struct flusher *f)
+{
+	(void)f;
+	return fake.failed;
+}
+
+const char *
+flusher_failure(const struct flusher *f)
+{
+	(void)f;
+	return fake.failed ? "failed" : "";
+}
+
+/* ---- one connection with one slot ---- */
+
+static struct config cfg;
+static struct target t;
+static struct cfg_export ce;
+static struct export e;
+static struct device dev;
+static struct loop lp;
+static struct flusher *flushers[1];
+static struct conn c;
+static struct req r;
+static struct recv_buf rb;
+static char msg[256];
+
+static void
+setup(enum durability d, unsigned pool_bufs)
+{
+	memset(&fake, 0, sizeof(fake));
+	fake.pool_free = pool_bufs;
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.stats = 0;
+	cfg.io_threads = 2;
+	memset(&t, 0, sizeof(t));
+	t.cfg = &cfg;
+	memset(&ce, 0, sizeof(ce));
+	snprintf(ce.name, sizeof(ce.name), "test");
+	ce.durability = d;
+	ce.size = SIZE;
+	memset(&e, 0, sizeof(e));
+	e.cfg = &ce;
+	e.flushers = flushers;
+	e.nflushers = 1;
+	e.no_nowait = 1;         /* no page-cache fast path: every READ is a job */
+	memset(&dev, 0, sizeof(dev));
+	memset(&c, 0, sizeof(c));
+	memset(&lp, 0, sizeof(lp));
+	lp.t = &t;
+	c.t = &t;
+	c.loop = &lp;
+	c.exp = &e;
+	c.dev = &dev;
+	c.state = CONN_READY;
+	snprintf(c.peer, sizeof(c.peer), "peer");
+	waitq_init(&c.sq_wait);
+	STAILQ_INIT(&c.backlog);
+	SLIST_INIT(&c.free_reqs);
+	c.qd = 1;
+	c.sq_depth = 4;
+	c.buf_cap = 4;
+	c.slow_quota = 1;
+	c.lim.export_size = SIZE;
+	c.lim.max_io = MAX_IO;
+	c.lim.min_block = 512;
+	c.lim.inline_max = 0;
+	req_init(&r, &c);
+}
+
+/* A REQUEST arrives on the slot. */
+static void
+start(uint8_t op, uint16_t flags, uint64_t off, uint32_t len)
+{
+	struct rb_req_info info = {
+		.opcode = op, .flags = flags, .tag = 42, .offset = off, .length = len,
+	};
+
+	if (op == RB_OP_READ || op == RB_OP_WRITE) {
+		info.addr = 0x10000;
+		info.rkey = 7;
+	}
+
+	memset(&rb, 0, sizeof(rb));
+	rb.buf = msg;
+	rb.len = (uint32_t)rb_request_encode(msg, &info);
+	c.credits_used++;
+	req_start(&r, &rb);
+}
+
+/* The reply the slot queued. */
+static struct rb_rep_info
+reply(void)
+{
+	struct rb_rep_info rep;
+	const char *why = "?";
+
+	memset(&rep, 0, sizeof(rep));
+	CHECK(rb_reply_decode(r.reply, sizeof(r.reply), &rep, &why) == 0);
+	CHECK(rep.tag == 42);
+	return rep;
+}
+
+/* The job request.c handed over returns with result. */
+static void
+job_returns(int result)
+{
+	r.job.result = result;
+	req_job_done(&r);
+}
+
+/* The reply SEND completed: the slot is free, nothing is held. */
+static void
+send_completes(unsigned pool_bufs)
+{
+	c.sq_used -= r.send_slots;
+	req_send_done(&r, 1);
+	CHECK(r.state == REQ_FREE);
+	CHECK(c.active == 0);
+	CHECK(c.credits_used == 0);
+	CHECK(c.bufs_held == 0);
+	CHECK(fake.pool_free == pool_bufs);
+	CHECK(SLIST_FIRST(&c.free_reqs) == &r);
+	CHECK(fake.reposts == 1);
+}
+
+static void
+test_read(void)
+{
+	setup(DURABILITY_FUA, 1);
+	start(RB_OP_READ, 0, 4096, 8192);
+	CHECK(r.state == REQ_EXECUTING);
+	CHECK(fake.jobs == 1 && fake.last_job->op == JOB_READ);
+	CHECK(fake.last_job->off == 4096 && fake.last_job->len == 8192);
+	CHECK(c.bufs_held == 1 && fake.pool_free == 0);
+	CHECK(c.io_inflight == 1);
+	job_returns(0);
+	/* RDMA WRITE of the data, then the reply SEND: two slots, one signal */
+	CHECK(r.state == REQ_TRANSFERRING_TO_HOST);
+	CHECK(fake.wr_write == 1 && fake.wr_send == 1);
+	CHECK(c.sq_used == 2 && r.send_slots == 2);
+	CHECK(c.io_inflight == 0);
+	CHECK(reply().error == RB_OK);
+	send_completes(1);
+}
+
+static void
+test_write_durable(void)
+{
+	struct rb_rep_info rep;
+
+	setup(DURABILITY_ALWAYS, 1);
+	start(RB_OP_WRITE, 0, 0, 4096);
+	CHECK(r.state == REQ_TRANSFERRING_FROM_HOST);
+	CHECK(fake.wr_read == 1 && c.reads_pending == 1);
+	req_rdma_done(&r, 1);
+	CHECK(r.state == REQ_EXECUTING);
+	CHECK(fake.last_job->op == JOB_WRITE && fake.last_job->src != NULL);
+	job_returns(0);
+	/* durability = always: the write joins the flusher's batch */
+	CHECK(r.state == REQ_DURABILITY_WAIT);
+	CHECK(fake.syncs == 1 && fake.wr_send == 0);
+	job_returns(0);
+	CHECK(r.state == REQ_REPLYING);
+	rep = reply();
+	CHECK(rep.error == RB_OK && (rep.flags & RB_REP_DURABLE));
+	send_completes(1);
+}
+
+static void
+test_sync_error(void)
+{
+	struct rb_rep_info rep;
+
+	setup(DURABILITY_FUA, 1);
+	start(RB_OP_FLUSH, 0, 0, 0);
+	CHECK(r.state == REQ_DURABILITY_WAIT && fake.syncs == 1);
+	job_returns(-5);          /* EIO */
+	CHECK(r.state == REQ_REPLYING);
+	rep = reply();
+	CHECK(rep.error == RB_EIO && !(rep.flags & RB_REP_DURABLE));
+	send_completes(1);
+}
+
+static void
+test_rdma_read_fails(void)
+{
+	setup(DURABILITY_FUA, 1);
+	start(RB_OP_WRITE, 0, 0, 4096);
+	CHECK(r.state == REQ_TRANSFERRING_FROM_HOST);
+	req_rdma_done(&r, 0);
+	/* no job for data that never arrived; EIO */
+	CHECK(fake.jobs == 0);
+	CHECK(r.state == REQ_REPLYING);
+	CHECK(reply().error == RB_EIO);
+	send_completes(1);
+}
+
+static void
+test_reply_waits_for_room(void)
+{
+	setup(DURABILITY_FUA, 0);
+	c.sq_used = c.sq_depth;   /* the send queue is full */
+	start(RB_OP_NOP, 0, 0, 0);
+	CHECK(r.state == REQ_NEED_SQ_REPLY);
+	CHECK(waitq_first(&c.sq_wait) == &r.wait);
+	CHECK(fake.wr_send == 0 && fake.reposts == 0);
+	/* still full: it stays */
+	req_process(&r);
+	CHECK(r.state == REQ_NEED_SQ_REPLY);
+	/* room: the waiter is woken (sendq.c's conn_resume does this) */
+	c.sq_used = 0;
+	r.wait.wake(&r.wait);
+	CHECK(r.state == REQ_REPLYING);
+	CHECK(waitq_empty(&c.sq_wait));
+	CHECK(fake.wr_send == 1);
+	send_completes(0);
+}
+
+static void
+test_waits_for_buffer(void)
+{
+	setup(DURABILITY_FUA, 0);
+	start(RB_OP_READ, 0, 0, 4096);
+	CHECK(r.state == REQ_NEED_BUFFER);
+	CHECK(fake.pool_waiter == &r.wait && fake.jobs == 0);
+	fake.pool_free = 1;
+	fake.pool_waiter->wake(fake.pool_waiter);
+	CHECK(r.state == REQ_EXECUTING && fake.jobs == 1);
+	job_returns(0);
+	CHECK(r.state == REQ_TRANSFERRING_TO_HOST);
+	send_completes(1);
+}
+
+static void
+test_error_waits_for_job(void)
+{
+	setup(DURABILITY_FUA, 1);
+	start(RB_OP_READ, 0, 0, 4096);
+	CHECK(r.state == REQ_EXECUTING);
+	c.state = CONN_ERROR;
+	/* the connection is going away, but the job still owns the buffer */
+	req_process(&r);
+	CHECK(r.state == REQ_EXECUTING);
+	CHECK(c.bufs_held == 1 && fake.pool_free == 0);
+	job_returns(0);
+	CHECK(r.state == REQ_FREE);
+	CHECK(c.bufs_held == 0 && fake.pool_free == 1);
+	CHECK(fake.wr_write == 0 && fake.wr_send == 0);
+	CHECK(c.active == 0 && c.io_inflight == 0);
+}
+
+static void
+test_trim_in_pieces(void)
+{
+	const uint32_t len = 100u << 20;    /* two pieces: 64 MiB and 36 MiB */
+
+	setup(DURABILITY_FUA, 0);
+	start(RB_OP_TRIM, 0, 0, len);
+	CHECK(r.state == REQ_EXECUTING);
+	CHECK(fake.jobs == 1 && fake.last_job->op == JOB_TRIM);
+	CHECK(fake.last_job->off == 0 && fake.last_job->len == 64u << 20);
+	CHECK(c.slow_inflight == 1);
+	job_returns(0);
+	CHECK(r.state == REQ_EXECUTING);
+	CHECK(fake.jobs == 2);
+	CHECK(fake.last_job->off == 64u << 20 && fake.last_job->len == 36u << 20);
+	CHECK(c.slow_inflight == 1 && c.io_inflight == 1);
+	job_returns(0);
+	CHECK(r.state == REQ_REPLYING);
+	CHECK(c.slow_inflight == 0);
+	CHECK(reply().error == RB_OK);
+	send_completes(0);
+}
+
+static void
+test_trim_error_mid_run(void)
+{
+	setup(DURABILITY_FUA, 0);
+	start(RB_OP_TRIM, 0, 0, 100u << 20);
+	CHECK(c.slow_inflight == 1);
+	c.state = CONN_ERROR;
+	job_returns(0);
+	/* no second piece; the slow-job slot is given back */
+	CHECK(fake.jobs == 1);
+	CHECK(r.state == REQ_FREE);
+	CHECK(c.slow_inflight == 0 && c.io_inflight == 0);
+}
+
+static void
+test_bad_range(void)
+{
+	setup(DURABILITY_FUA, 1);
+	start(RB_OP_READ, 0, SIZE, 4096);     /* past the end */
+	CHECK(fake.jobs == 0);
+	CHECK(r.state == REQ_REPLYING);
+	CHECK(reply().error != RB_OK);
+	send_completes(1);
+}
+
+int
+main(void)
+{
+	log_init(1, LOG_LEVEL_ERROR);    /* the EIO paths log a warning each */
+	test_read();
+	test_write_durable();
+	test_sync_error();
+	test_rdma_read_fails();
+	test_reply_waits_for_room();
+	test_waits_for_buffer();
+	test_error_waits_for_job();
+	test_trim_in_pieces();
+	test_trim_error_mid_run();
+	test_bad_range();
+	printf("test-request: %d checks, %d failed\n", checks, failures);
+	return failures != 0;
+}
