@@ -3,7 +3,7 @@
  * A request waits on `pending` until a credit is free (and a live
  * connection exists), is then posted exactly as a sync request is (the
  * slot's aio points back to it, request.c), and its slot is queued on
- * conn->aio_done by whoever reaps its reply (cq.c).  rb_aio_reap drains the
+ * conn->aio_done by whoever reaps its reply (cq.c).  rb_aio_reap polls the
  * CQs itself, collects that queue, resends what a dead connection never
  * answered, and fails what passed its deadline.  The readiness fd is an
  * epoll set over the watched connection's completion channel and wake_fd
@@ -14,16 +14,18 @@
 #include <sys/epoll.h>
 #include <unistd.h>
 
+#include "cqarm.h"
+#include "deadline.h"
 #include "internal.h"
 #include "util.h"
+
+STAILQ_HEAD(aio_list, rb_aio);
 
 struct rb_aio_ctx {
 	int             epfd;
 	struct rb_conn *watched;    /* referenced; every posted request is on it */
-	struct rb_aio  *pend_head;  /* not posted yet (credit, connection) */
-	struct rb_aio  *pend_tail;
-	struct rb_aio  *done_head;  /* finished, not yet handed to the caller */
-	struct rb_aio  *done_tail;
+	struct aio_list pending;    /* not posted yet (credit, connection) */
+	struct aio_list done;       /* finished, not yet handed to the caller */
 	unsigned        outstanding;
 	char           *region;     /* rb_aio_set_region: direct requests */
 	size_t          region_len;
@@ -41,6 +43,8 @@ ctx_get(struct rb_client *c)
 		rb_log(RB_LOG_ERROR, "aio: out of memory");
 		return NULL;
 	}
+	STAILQ_INIT(&x->pending);
+	STAILQ_INIT(&x->done);
 	x->epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (x->epfd < 0) {
 		rb_log(RB_LOG_ERROR, "aio: epoll_create1: %s", strerror(errno));
@@ -89,37 +93,13 @@ rb_aio_ctx_destroy(struct rb_aio_ctx *x)
 	free(x);
 }
 
-static void
-push_tail(struct rb_aio **head, struct rb_aio **tail, struct rb_aio *a)
-{
-	a->next_ = NULL;
-	if (*tail != NULL)
-		(*tail)->next_ = a;
-	else
-		*head = a;
-	*tail = a;
-}
-
-static void
-push_front(struct rb_aio **head, struct rb_aio **tail, struct rb_aio *a)
-{
-	a->next_ = *head;
-	*head = a;
-	if (*tail == NULL)
-		*tail = a;
-}
-
 static struct rb_aio *
-pop(struct rb_aio **head, struct rb_aio **tail)
+pop(struct aio_list *q)
 {
-	struct rb_aio *a = *head;
+	struct rb_aio *a = STAILQ_FIRST(q);
 
-	if (a != NULL) {
-		*head = a->next_;
-		if (*head == NULL)
-			*tail = NULL;
-		a->next_ = NULL;
-	}
+	if (a != NULL)
+		STAILQ_REMOVE_HEAD(q, next_);
 	return a;
 }
 
@@ -129,7 +109,7 @@ finished(struct rb_aio_ctx *x, struct rb_aio *a, int result)
 	a->result = result;
 	a->conn_ = NULL;
 	a->slot_ = NULL;
-	push_tail(&x->done_head, &x->done_tail, a);
+	STAILQ_INSERT_TAIL(&x->done, a, next_);
 }
 
 static void
@@ -168,12 +148,13 @@ wants_durable(const struct rb_aio *a)
 static void
 fail_pending(struct rb_aio_ctx *x, int all, int err)
 {
-	struct rb_aio *keep_head = NULL, *keep_tail = NULL, *a;
+	struct aio_list keep = STAILQ_HEAD_INITIALIZER(keep);
+	struct rb_aio *a;
 	uint64_t now = rb_now_ns();
 	unsigned failed = 0;
 	struct rb_io io;
 
-	while ((a = pop(&x->pend_head, &x->pend_tail)) != NULL) {
+	while ((a = pop(&x->pending)) != NULL) {
 		if (a->deadline_ns_ <= now) {
 			to_io(a, &io);
 			rb_log(RB_LOG_ERROR, "%s %u@%llu: connection lost and not "
@@ -182,13 +163,12 @@ fail_pending(struct rb_aio_ctx *x, int all, int err)
 			finished(x, a, -EIO);
 			failed++;
 		} else {
-			push_tail(&keep_head, &keep_tail, a);
+			STAILQ_INSERT_TAIL(&keep, a, next_);
 		}
 	}
-	x->pend_head = keep_head;
-	x->pend_tail = keep_tail;
+	STAILQ_CONCAT(&x->pending, &keep);
 	if (all && failed == 0)
-		while ((a = pop(&x->pend_head, &x->pend_tail)) != NULL)
+		while ((a = pop(&x->pending)) != NULL)
 			finished(x, a, err);
 }
 
@@ -202,7 +182,7 @@ live_conn(struct rb_client *c, struct rb_aio_ctx *x)
 	struct rb_conn *conn;
 	int err = -EIO;
 
-	while (x->pend_head != NULL) {
+	while (!STAILQ_EMPTY(&x->pending)) {
 		if (x->watched != NULL) {
 			if (!__atomic_load_n(&x->watched->dead, __ATOMIC_ACQUIRE))
 				return x->watched;
@@ -212,7 +192,7 @@ live_conn(struct rb_client *c, struct rb_aio_ctx *x)
 			collect(c, x, x->watched);
 			unwatch(x);
 		}
-		conn = rb_client_get_conn(c, x->pend_head->deadline_ns_, &err);
+		conn = rb_client_get_conn(c, STAILQ_FIRST(&x->pending)->deadline_ns_, &err);
 		if (conn != NULL) {
 			watch(x, conn);
 			/* Armed before the first post: its reply raises the fd. */
@@ -263,7 +243,7 @@ pump(struct rb_client *c, struct rb_aio_ctx *x)
 	struct rb_io io;
 
 	while ((conn = live_conn(c, x)) != NULL) {
-		a = x->pend_head;
+		a = STAILQ_FIRST(&x->pending);
 		to_io(a, &io);
 		io.direct = direct_ok(x, conn, a);
 		pthread_mutex_lock(&conn->lock);
@@ -279,14 +259,14 @@ pump(struct rb_client *c, struct rb_aio_ctx *x)
 		rb_conn_claim_locked(conn, s, &io);
 		s->aio = a;
 		pthread_mutex_unlock(&conn->lock);
-		pop(&x->pend_head, &x->pend_tail);
+		pop(&x->pending);
 		a->conn_ = conn;
 		a->slot_ = s;
 		if (rb_conn_post(conn, s, &io) < 0) {
 			/* Not posted; the connection is dead now. */
 			a->conn_ = NULL;
 			a->slot_ = NULL;
-			push_front(&x->pend_head, &x->pend_tail, a);
+			STAILQ_INSERT_HEAD(&x->pending, a, next_);
 		}
 	}
 }
@@ -321,8 +301,8 @@ rb_aio_submit(struct rb_client *c, struct rb_aio *a)
 	a->result = 0;
 	a->conn_ = NULL;
 	a->slot_ = NULL;
-	a->deadline_ns_ = rb_now_ns() + rb_client_timeout_ns(c);
-	push_tail(&x->pend_head, &x->pend_tail, a);
+	a->deadline_ns_ = rb_deadline_after(rb_client_timeout_ns(c));
+	STAILQ_INSERT_TAIL(&x->pending, a, next_);
 	x->outstanding++;
 	pump(c, x);
 	return 0;
@@ -333,12 +313,9 @@ rb_aio_submit(struct rb_client *c, struct rb_aio *a)
 static void
 consume_events(struct rb_conn *conn)
 {
-	struct ibv_cq *ev_cq;
-	void *ev_ctx;
 	uint64_t n;
 
-	while (ibv_get_cq_event(conn->comp_ch, &ev_cq, &ev_ctx) == 0)
-		ibv_ack_cq_events(ev_cq, 1);
+	rb_cq_ack_events(conn->comp_ch, NULL);
 	if (read(conn->wake_fd, &n, sizeof(n)) < 0 && errno != EAGAIN)
 		rb_log(RB_LOG_DEBUG, "wake_fd: %s", strerror(errno));
 }
@@ -356,7 +333,7 @@ reclaim_locked(struct rb_conn *conn, struct rb_aio_ctx *x, struct rb_client *c)
 	for (i = 0; i < conn->nslots && !conn->dead; i++) {
 		struct rb_slot *s = &conn->slots[i];
 
-		if (s->aio != NULL && s->state == RB_SLOT_POSTED &&
+		if (s->aio != NULL && rb_slot_awaiting(s) &&
 		    s->aio->deadline_ns_ <= now) {
 			to_io(s->aio, &io);
 			rb_log(RB_LOG_ERROR, "%s %u@%llu: no reply from %s:%u within "
@@ -374,49 +351,69 @@ reclaim_locked(struct rb_conn *conn, struct rb_aio_ctx *x, struct rb_client *c)
 	for (i = 0; i < conn->nslots; i++) {
 		struct rb_slot *s = &conn->slots[i];
 
-		if (s->aio != NULL && s->state == RB_SLOT_POSTED) {
+		if (s->aio != NULL && rb_slot_awaiting(s)) {
 			s->aio->conn_ = NULL;
 			s->aio->slot_ = NULL;
-			push_front(&x->pend_head, &x->pend_tail, s->aio);
+			STAILQ_INSERT_HEAD(&x->pending, s->aio, next_);
 			s->aio = NULL;
 			rb_client_count_resent(c);
 		}
 	}
 }
 
-/* Drain, arm, drain again (nothing that came before arming is missed),
- * then collect the DONE slots and finish them. */
+static int
+collect_poll(void *opaque)
+{
+	return rb_cq_poll_empty(opaque, NULL, NULL);
+}
+
+static int
+collect_arm(void *opaque)
+{
+	return rb_conn_arm(opaque);
+}
+
+/* Poll the CQs empty, arm, poll again until a round after arming finds
+ * nothing (common/cqarm.h: nothing that came before arming is missed),
+ * then collect the DONE slots and finish them.  A dead connection is
+ * polled once more, not armed. */
 static void
 collect(struct rb_client *c, struct rb_aio_ctx *x, struct rb_conn *conn)
 {
 	struct rb_aio *a;
 	struct rb_slot *s;
+	struct rb_slot_queue done = STAILQ_HEAD_INITIALIZER(done);
 	struct rb_io io;
-	int idx, next, r;
+	int r;
 
 	consume_events(conn);
 	pthread_mutex_lock(&conn->lock);
 	conn->aio_reaping = 1;
 	pthread_mutex_unlock(&conn->lock);
-	rb_cq_drain(conn, NULL, NULL);
-	if (!__atomic_load_n(&conn->dead, __ATOMIC_ACQUIRE)) {
-		if (rb_conn_arm(conn) < 0) {
+	for (;;) {
+		if (__atomic_load_n(&conn->dead, __ATOMIC_ACQUIRE)) {
+			rb_cq_poll_empty(conn, NULL, NULL);
+			break;
+		}
+		r = rb_cq_poll_arm_poll(collect_poll, collect_arm, conn);
+		if (r == RB_CQ_ARM_FAILED) {
 			pthread_mutex_lock(&conn->lock);
 			rb_conn_mark_dead_locked(conn, "ibv_req_notify_cq failed");
 			pthread_mutex_unlock(&conn->lock);
+		} else if (r <= 0) {
+			break;
 		}
-		rb_cq_drain(conn, NULL, NULL);
 	}
 	pthread_mutex_lock(&conn->lock);
 	conn->aio_reaping = 0;
-	idx = conn->aio_done_head;
-	conn->aio_done_head = conn->aio_done_tail = -1;
+	STAILQ_CONCAT(&done, &conn->aio_done);
 	reclaim_locked(conn, x, c);
 	pthread_mutex_unlock(&conn->lock);
 
-	for (; idx >= 0; idx = next) {
-		s = &conn->slots[idx];
-		next = s->aio_next;     /* a released slot may be taken at once */
+	/* Off the list before it is finished: a released slot may be taken
+	 * (and its link reused) at once. */
+	while ((s = STAILQ_FIRST(&done)) != NULL) {
+		STAILQ_REMOVE_HEAD(&done, aio_link);
 		a = s->aio;
 		to_io(a, &io);
 		r = rb_conn_finish(conn, s, &io);
@@ -439,7 +436,7 @@ rb_aio_reap(struct rb_client *c, rb_aio_done_fn *cb, void *opaque)
 		collect(c, x, x->watched);
 	pump(c, x);
 	fail_pending(x, 0, 0);
-	while ((a = pop(&x->done_head, &x->done_tail)) != NULL) {
+	while ((a = pop(&x->done)) != NULL) {
 		x->outstanding--;
 		n++;
 		cb(opaque, a);

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "deadline.h"
 #include "internal.h"
 #include "util.h"
 
@@ -18,16 +19,6 @@ no_device(const struct rb_conn *conn, char *errbuf)
 {
 	rb_seterr(errbuf, "no RDMA device can reach %s: %s", conn->cfg.host, RB_NO_RDMA_HINT);
 	return -ENODEV;
-}
-
-static int
-remaining_ms(uint64_t deadline_ns)
-{
-	uint64_t now = rb_now_ns();
-
-	if (now >= deadline_ns)
-		return 0;
-	return (int)((deadline_ns - now + 999999) / 1000000);
 }
 
 /* Wait for the next CM event on the connection's channel until the deadline. */
@@ -48,7 +39,7 @@ cm_wait(struct rb_conn *conn, uint64_t deadline_ns, struct rdma_cm_event **ev,
 				  conn->cfg.host, strerror(err));
 			return -err;
 		}
-		ms = remaining_ms(deadline_ns);
+		ms = rb_deadline_ms_left(deadline_ns);
 		if (ms == 0) {
 			rb_seterr(errbuf, "%s %s:%u: no answer in time (target "
 				  "down or host unreachable?)", what,
@@ -83,7 +74,7 @@ resolve_step(struct rb_conn *conn, int route, uint64_t deadline_ns, char *errbuf
 	enum rdma_cm_event_type ok = route ? RDMA_CM_EVENT_ROUTE_RESOLVED
 					   : RDMA_CM_EVENT_ADDR_RESOLVED;
 	struct rdma_cm_event *ev;
-	int ms = remaining_ms(deadline_ns), r, status;
+	int ms = rb_deadline_ms_left(deadline_ns), r, status;
 	enum rdma_cm_event_type type;
 
 	if (ms > RESOLVE_TIMEOUT_MS)
@@ -99,7 +90,7 @@ resolve_step(struct rb_conn *conn, int route, uint64_t deadline_ns, char *errbuf
 	if (r != 0)
 		return resolve_error(conn, what, -errno, errbuf);
 	/* The CM reports its own timeout as an error event; allow a margin. */
-	r = cm_wait(conn, rb_now_ns() + (uint64_t)(ms + 1000) * 1000000, &ev,
+	r = cm_wait(conn, rb_deadline_after((uint64_t)(ms + 1000) * 1000000), &ev,
 		    what, errbuf);
 	if (r < 0)
 		return r;

@@ -1,28 +1,19 @@
 /* One RDMA connection: verbs resources, matched create/destroy, refcount. */
 #include <errno.h>
-#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
 #include "internal.h"
+#include "qpcaps.h"
 #include "util.h"
 
-static int
-set_nonblock(int fd)
-{
-	int fl = fcntl(fd, F_GETFL);
-
-	if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0)
-		return -errno;
-	return 0;
-}
 
 void *
 rb_conn_recv_buf(struct rb_conn *conn, uint32_t index)
 {
-	return (char *)conn->recv.base + (size_t)index * RB_RECV_BUF_SIZE;
+	return (char *)conn->recv.base + (size_t)index * RB_MSG_BUF_SIZE;
 }
 
 int
@@ -30,7 +21,7 @@ rb_conn_post_recv(struct rb_conn *conn, uint32_t index)
 {
 	struct ibv_sge sge = {
 		.addr = (uintptr_t)rb_conn_recv_buf(conn, index),
-		.length = RB_RECV_BUF_SIZE,
+		.length = RB_MSG_BUF_SIZE,
 		.lkey = conn->recv.mr->lkey,
 	};
 	struct ibv_recv_wr wr = {
@@ -56,13 +47,13 @@ choose_mr_mode(struct rb_conn *conn)
 	if (conn->cfg.mr_static)
 		return;
 	if (ibv_query_device(conn->id->verbs, &attr) != 0) {
-		rb_log(RB_LOG_ERROR, "warning: ibv_query_device failed; exposing the "
+		rb_log(RB_LOG_WARN, "ibv_query_device failed; exposing the "
 		       "static pool MR (mr=static)");
 		return;
 	}
 	if (!(attr.device_cap_flags & type2) ||
 	    attr.max_mw < (int)conn->cfg.queue_depth) {
-		rb_log(RB_LOG_ERROR, "warning: %s has no type-2 memory windows "
+		rb_log(RB_LOG_WARN, "%s has no type-2 memory windows "
 		       "(max_mw %d); exposing the static pool MR (mr=static)",
 		       ibv_get_device_name(conn->id->verbs->device), attr.max_mw);
 		return;
@@ -77,7 +68,7 @@ choose_mr_mode(struct rb_conn *conn)
 	env = getenv("RDMABLK_TEST_FAULT_BIND");
 	if (env != NULL && rb_parse_uint(env, 1, UINT32_MAX, &n) == 0) {
 		conn->fault_bind = (unsigned)n;
-		rb_log(RB_LOG_ERROR, "test hook: the device will refuse every "
+		rb_log(RB_LOG_WARN, "test hook: the device will refuse every "
 		       "%u-th memory window bind", conn->fault_bind);
 	}
 }
@@ -88,6 +79,8 @@ static int
 create_qp(struct rb_conn *conn, char *errbuf)
 {
 	struct ibv_qp_init_attr attr;
+	struct ibv_qp_cap want;
+	char short_caps[160];
 	/* Windows: a bind, the SEND and a local invalidate per slot. */
 	unsigned want_send = conn->nsend_bufs * (conn->use_mw ? 3 : 1);
 	unsigned want_recv = conn->nrecv;
@@ -98,7 +91,7 @@ create_qp(struct rb_conn *conn, char *errbuf)
 		return -EIO;
 	}
 	conn->comp_ch = ibv_create_comp_channel(conn->id->verbs);
-	if (conn->comp_ch == NULL || set_nonblock(conn->comp_ch->fd) < 0) {
+	if (conn->comp_ch == NULL || rb_fd_set_nonblock(conn->comp_ch->fd) < 0) {
 		rb_seterr(errbuf, "ibv_create_comp_channel: %s", strerror(errno));
 		return -EIO;
 	}
@@ -122,17 +115,16 @@ create_qp(struct rb_conn *conn, char *errbuf)
 	attr.cap.max_recv_wr = want_recv;
 	attr.cap.max_send_sge = 1;
 	attr.cap.max_recv_sge = 1;
+	want = attr.cap;
 	if (rdma_create_qp(conn->id, conn->pd, &attr) != 0) {
 		rb_seterr(errbuf, "rdma_create_qp (%u send, %u recv): %s",
 			  want_send, want_recv, strerror(errno));
 		return -EIO;
 	}
 	conn->qp_created = 1;
-	if (attr.cap.max_send_wr < want_send || attr.cap.max_recv_wr < want_recv ||
-	    attr.cap.max_send_sge < 1 || attr.cap.max_recv_sge < 1) {
-		rb_seterr(errbuf, "rdma_create_qp granted %u send / %u recv WRs, "
-			  "need %u / %u", attr.cap.max_send_wr, attr.cap.max_recv_wr,
-			  want_send, want_recv);
+	if (rb_qp_caps_check(&attr.cap, &want, short_caps, sizeof(short_caps)) < 0) {
+		rb_seterr(errbuf, "rdma_create_qp: capabilities short (granted/needed): %s",
+			  short_caps);
 		return -ENOMEM;
 	}
 	return 0;
@@ -146,12 +138,12 @@ create_buffers(struct rb_conn *conn, char *errbuf)
 	int r;
 
 	r = rb_region_create(&conn->recv, conn->pd,
-			     (size_t)conn->nrecv * RB_RECV_BUF_SIZE,
+			     (size_t)conn->nrecv * RB_MSG_BUF_SIZE,
 			     IBV_ACCESS_LOCAL_WRITE, errbuf);
 	if (r < 0)
 		return r;
 	r = rb_region_create(&conn->send, conn->pd,
-			     (size_t)conn->nsend_bufs * RB_RECV_BUF_SIZE,
+			     (size_t)conn->nsend_bufs * RB_MSG_BUF_SIZE,
 			     IBV_ACCESS_LOCAL_WRITE, errbuf);
 	if (r < 0)
 		return r;
@@ -232,11 +224,10 @@ rb_conn_create(const struct rb_conn_cfg *cfg, int list_only, uint64_t deadline_n
 	}
 	conn->cfg = *cfg;
 	conn->refs = 1;
-	conn->free_head = -1;
+	SLIST_INIT(&conn->free_slots);
 	conn->stop_fd = -1;
 	conn->leader = -1;
-	conn->aio_done_head = -1;
-	conn->aio_done_tail = -1;
+	STAILQ_INIT(&conn->aio_done);
 	conn->nrecv = cfg->queue_depth + 1;
 	conn->nsend_bufs = cfg->queue_depth + 1;
 	pthread_mutex_init(&conn->lock, NULL);
@@ -272,7 +263,7 @@ rb_conn_create(const struct rb_conn_cfg *cfg, int list_only, uint64_t deadline_n
 		r = -ENODEV;
 		goto out_destroy;
 	}
-	if (set_nonblock(conn->cm_ch->fd) < 0 ||
+	if (rb_fd_set_nonblock(conn->cm_ch->fd) < 0 ||
 	    rdma_create_id(conn->cm_ch, &conn->id, conn, RDMA_PS_TCP) != 0) {
 		r = -errno;
 		rb_seterr(errbuf, "rdma_create_id: %s", strerror(errno));
@@ -344,7 +335,7 @@ rb_conn_mark_dead_locked(struct rb_conn *conn, const char *why)
 	if (conn->dead)
 		return;
 	__atomic_store_n(&conn->dead, 1, __ATOMIC_RELEASE);
-	rb_log(RB_LOG_ERROR, "connection to %s:%u lost: %s", conn->cfg.host,
+	rb_log(RB_LOG_WARN, "connection to %s:%u lost: %s", conn->cfg.host,
 	       conn->cfg.port, why);
 	for (i = 0; i < conn->nslots; i++)
 		pthread_cond_broadcast(&conn->slots[i].cond);
@@ -353,4 +344,20 @@ rb_conn_mark_dead_locked(struct rb_conn *conn, const char *why)
 	if ((conn->leader >= 0 || conn->inflight > 0) &&
 	    write(conn->wake_fd, &one, sizeof(one)) < 0)
 		rb_log(RB_LOG_DEBUG, "wake the leader: %s", strerror(errno));
+}
+
+void
+rb_conn_send_wr(struct rb_conn *conn, struct ibv_send_wr *wr, struct ibv_sge *sge,
+		void *buf, size_t len, struct rb_wr_ctx *ctx)
+{
+	memset(sge, 0, sizeof(*sge));
+	sge->addr = (uintptr_t)buf;
+	sge->length = (uint32_t)len;
+	sge->lkey = conn->send.mr->lkey;
+	memset(wr, 0, sizeof(*wr));
+	wr->wr_id = (uintptr_t)ctx;
+	wr->sg_list = sge;
+	wr->num_sge = 1;
+	wr->opcode = IBV_WR_SEND;
+	wr->send_flags = IBV_SEND_SIGNALED;
 }

@@ -1,7 +1,7 @@
-/* Posting request SENDs and reaping the two CQs.  There is no completion
- * thread: whoever drains (the waiting leader, a thread short of a slot, or
- * the housekeeping thread when nobody waits) completes every slot it finds
- * and wakes the owners after unlocking. */
+/* Reaping the two CQs.  There is no completion thread: whoever polls the
+ * CQs empty (the waiting leader, a thread short of a slot, or the
+ * housekeeping thread when nobody waits) hands every completion to the
+ * slot state machine (slots.c) and wakes the owners after unlocking. */
 #include <errno.h>
 #include <string.h>
 #include <unistd.h>
@@ -19,51 +19,6 @@ struct wake {
 	int             leader;     /* write wake_fd: the leader's slot is DONE */
 	unsigned        slot_cond;  /* slots that went back to the free list */
 };
-int
-rb_post_request(struct rb_conn *conn, struct rb_slot *s, const struct rb_req_info *ri)
-{
-	size_t len = rb_request_encode(s->send_buf, ri);
-	struct ibv_sge sge = {
-		.addr = (uintptr_t)s->send_buf,
-		.length = (uint32_t)len,
-		.lkey = conn->send.mr->lkey,
-	};
-	struct ibv_send_wr wr = {
-		.wr_id = (uintptr_t)&s->ctx,
-		.sg_list = &sge,
-		.num_sge = 1,
-		.opcode = IBV_WR_SEND,
-		.send_flags = IBV_SEND_SIGNALED,
-	}, bind, *bad;
-	int r;
-
-	if (s->bind_len == 0)
-		return -ibv_post_send(conn->id->qp, &wr, &bad);
-	/* Bind the slot's window over exactly the request's bytes, on this
-	 * QP, ahead of the SEND: the target sees the key only after the
-	 * bind (send queue order). */
-	memset(&bind, 0, sizeof(bind));
-	bind.wr_id = (uintptr_t)&s->bind_ctx;
-	bind.opcode = IBV_WR_BIND_MW;
-	bind.bind_mw.mw = s->mw;
-	bind.bind_mw.rkey = s->rkey;
-	bind.bind_mw.bind_info.mr = s->direct != NULL ? conn->direct_mr : conn->data.mr;
-	bind.bind_mw.bind_info.addr = (uintptr_t)(s->direct != NULL ? s->direct : s->data);
-	bind.bind_mw.bind_info.length = s->bind_len;
-	bind.bind_mw.bind_info.mw_access_flags = (unsigned)s->bind_access;
-	bind.next = &wr;
-	/* The test hook: name a stale current key, which the device must
-	 * refuse (rxe: IBV_WC_MW_BIND_ERR), like any failed bind. */
-	if (conn->fault_bind != 0 &&
-	    __atomic_add_fetch(&conn->binds, 1, __ATOMIC_RELAXED) % conn->fault_bind == 0)
-		s->mw->rkey = ibv_inc_rkey(s->rkey);
-	r = ibv_post_send(conn->id->qp, &bind, &bad);
-	/* Providers read mw->rkey as the window's current key (rxe checks
-	 * it against its own): once bound, that is the new key. */
-	if (r == 0 || bad == &wr)
-		s->mw->rkey = s->rkey;
-	return -r;
-}
 
 /* The reply did not invalidate the request's window: do it ourselves.
  * The slot is DONE only once this completes; while it is pending the
@@ -80,10 +35,8 @@ post_local_inv(struct rb_conn *conn, struct rb_slot *s)
 	wr.send_flags = IBV_SEND_SIGNALED;
 	wr.invalidate_rkey = s->rkey;
 	r = ibv_post_send(conn->id->qp, &wr, &bad);
-	if (r == 0) {
-		s->inv_posted = 1;
+	if (r == 0)
 		__atomic_add_fetch(&conn->inv_pending, 1, __ATOMIC_RELEASE);
-	}
 	return -r;
 }
 
@@ -95,12 +48,7 @@ wake_owner_locked(struct rb_conn *conn, struct rb_slot *s,
 		return;
 	if (s->aio != NULL) {
 		/* Nobody sleeps on it: queue it for the reaping thread. */
-		if (conn->aio_done_tail >= 0)
-			conn->slots[conn->aio_done_tail].aio_next = (int)s->ctx.index;
-		else
-			conn->aio_done_head = (int)s->ctx.index;
-		conn->aio_done_tail = (int)s->ctx.index;
-		s->aio_next = -1;
+		STAILQ_INSERT_TAIL(&conn->aio_done, s, aio_link);
 		if (!conn->aio_reaping)
 			w->leader = 1;      /* wake_fd: the reaper polls it */
 		return;
@@ -113,34 +61,35 @@ wake_owner_locked(struct rb_conn *conn, struct rb_slot *s,
 		pthread_cond_signal(&s->cond);
 }
 
-/* Drive slot s through its states as far as its flags allow:
- * POSTED -> DONE once replied and its window is invalid (or RELEASED for a
- * keepalive NOP, which nobody owns), RELEASED -> FREE once its SEND
- * completion has been reaped. */
+/* Record ev for slot s and do what the state machine (slots.c) asks:
+ * wake the owner of a DONE slot, post the LOCAL_INV of an INVALIDATING one,
+ * count a freed credit. */
 static void
-slot_progress_locked(struct rb_conn *conn, struct rb_slot *s,
-		     const struct rb_slot *self, struct wake *w)
+slot_event_locked(struct rb_conn *conn, struct rb_slot *s, enum rb_slot_event ev,
+		  const struct rb_slot *self, struct wake *w)
 {
-	if (s->state == RB_SLOT_POSTED && s->replied && !s->mw_live) {
-		if (s->waiter) {
-			__atomic_store_n(&s->state, RB_SLOT_DONE, __ATOMIC_RELEASE);
-			wake_owner_locked(conn, s, self, w);
-			return;
+	unsigned todo = rb_slot_event_locked(conn, s, ev);
+	int r;
+
+	if (todo & RB_SLOT_DO_POST_INV) {
+		r = post_local_inv(conn, s);
+		if (r < 0) {
+			rb_log(RB_LOG_ERROR, "local invalidate: ibv_post_send: %s",
+			       strerror(-r));
+			rb_conn_mark_dead_locked(conn, "cannot invalidate a window");
+		} else if (conn->leader >= 0 &&
+			   (self == NULL || conn->leader != (int)self->ctx.index)) {
+			/* The leader, asleep with only the receive CQ armed,
+			 * must re-arm with the send CQ too, or this
+			 * LOCAL_INV's completion wakes nobody (whoever's slot
+			 * it is). */
+			w->leader = 1;
 		}
-		/* Nobody waits: a keepalive NOP. */
-		if (s->rep.error != RB_OK)
-			rb_log(RB_LOG_DEBUG, "keepalive NOP failed: %s",
-			       rb_error_name(s->rep.error));
-		conn->nop_inflight = 0;
-		if (rb_slot_release_locked(conn, s))
-			w->slot_cond++;
-		return;
 	}
-	if (s->state == RB_SLOT_RELEASED && s->send_done) {
-		conn->released--;
-		if (rb_slot_put_locked(conn, s))
-			w->slot_cond++;
-	}
+	if (todo & RB_SLOT_DO_WAKE_OWNER)
+		wake_owner_locked(conn, s, self, w);
+	if (todo & RB_SLOT_DO_CREDIT)
+		w->slot_cond++;
 }
 
 static void
@@ -163,34 +112,18 @@ handle_recv_locked(struct rb_conn *conn, uint32_t index, uint32_t len,
 	}
 	if ((rep.tag & index_mask) < conn->nslots)
 		s = &conn->slots[rep.tag & index_mask];
-	if (s == NULL || s->state != RB_SLOT_POSTED || s->replied ||
+	if (s == NULL || s->state != RB_SLOT_POSTED ||
 	    s->gen != rep.tag >> RB_TAG_INDEX_BITS) {
 		rb_log(RB_LOG_ERROR, "%s:%u: rejected a reply with a stale or "
 		       "unknown tag %#llx", conn->cfg.host, conn->cfg.port,
 		       (unsigned long long)rep.tag);
 	} else {
 		s->rep = rep;
-		s->replied = 1;
 		/* Killed by the reply (SEND_WITH_INV of exactly this key)?
-		 * Otherwise we invalidate it ourselves. */
-		if (s->mw_live && rb_wc_invalidated(wc, s->rkey, conn->rxe_quirk))
-			s->mw_live = 0;
-		if (s->mw_live && !s->inv_posted) {
-			r = post_local_inv(conn, s);
-			if (r < 0) {
-				rb_log(RB_LOG_ERROR, "local invalidate: ibv_post_send: %s",
-				       strerror(-r));
-				rb_conn_mark_dead_locked(conn, "cannot invalidate a window");
-			} else if (conn->leader >= 0 &&
-				   (self == NULL || conn->leader != (int)self->ctx.index)) {
-				/* The leader, asleep with only the receive CQ
-				 * armed, must re-arm with the send CQ too, or
-				 * this LOCAL_INV's completion wakes nobody
-				 * (whoever's slot it is). */
-				w->leader = 1;
-			}
-		}
-		slot_progress_locked(conn, s, self, w);
+		 * Otherwise the state machine has us invalidate it. */
+		slot_event_locked(conn, s, s->window &&
+				  rb_wc_invalidated(wc, s->rkey, conn->rxe_quirk) ?
+				  RB_SLOT_EV_REPLY_INV : RB_SLOT_EV_REPLY, self, w);
 	}
 	r = rb_conn_post_recv(conn, index);
 	if (r < 0) {
@@ -231,7 +164,6 @@ handle_wc_locked(struct rb_conn *conn, const struct ibv_wc *wc,
 		 const struct rb_slot *self, struct wake *w)
 {
 	const struct rb_wr_ctx *ctx = (const void *)(uintptr_t)wc->wr_id;
-	struct rb_slot *s;
 
 	if (wc->status != IBV_WC_SUCCESS) {
 		/* Only wr_id, status, qp_num and vendor_err are valid here. */
@@ -250,15 +182,13 @@ handle_wc_locked(struct rb_conn *conn, const struct ibv_wc *wc,
 		handle_recv_locked(conn, ctx->index, wc->byte_len, wc, self, w);
 		break;
 	case RB_WR_SEND_SLOT:
-		s = &conn->slots[ctx->index];
-		s->send_done = 1;
-		slot_progress_locked(conn, s, self, w);
+		slot_event_locked(conn, &conn->slots[ctx->index], RB_SLOT_EV_SENT,
+				  self, w);
 		break;
 	case RB_WR_LOCAL_INV:
-		s = &conn->slots[ctx->index];
-		s->mw_live = 0;
 		__atomic_sub_fetch(&conn->inv_pending, 1, __ATOMIC_RELEASE);
-		slot_progress_locked(conn, s, self, w);
+		slot_event_locked(conn, &conn->slots[ctx->index],
+				  RB_SLOT_EV_INVALIDATED, self, w);
 		break;
 	case RB_WR_SEND_CTRL:
 	case RB_WR_BIND:
@@ -282,7 +212,7 @@ wake_all(struct rb_conn *conn, const struct wake *w)
 }
 
 int
-rb_cq_drain(struct rb_conn *conn, struct rb_slot *self, int *self_done)
+rb_cq_poll_empty(struct rb_conn *conn, struct rb_slot *self, int *self_done)
 {
 	struct ibv_wc wc[2 * CQ_BATCH];
 	struct wake w;
@@ -301,7 +231,7 @@ rb_cq_drain(struct rb_conn *conn, struct rb_slot *self, int *self_done)
 			 * atomically, so the owner may look without it. */
 			done = self != NULL &&
 				(__atomic_load_n(&conn->dead, __ATOMIC_ACQUIRE) ||
-				 __atomic_load_n(&self->state, __ATOMIC_ACQUIRE) != RB_SLOT_POSTED);
+				 !rb_slot_awaiting(self));
 			break;
 		}
 		memset(&w, 0, sizeof(w));
@@ -314,7 +244,7 @@ rb_cq_drain(struct rb_conn *conn, struct rb_slot *self, int *self_done)
 			ns = 0;
 		for (i = 0; i < nr + ns; i++)
 			handle_wc_locked(conn, &wc[i], self, &w);
-		done = conn->dead || (self != NULL && self->state != RB_SLOT_POSTED);
+		done = conn->dead || (self != NULL && !rb_slot_awaiting(self));
 		pthread_mutex_unlock(&conn->lock);
 		wake_all(conn, &w);
 		total += nr + ns;

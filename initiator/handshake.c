@@ -6,29 +6,28 @@
 #include <string.h>
 #include <sys/random.h>
 
+#include "cqarm.h"
+#include "deadline.h"
 #include "internal.h"
 #include "qpview.h"
 #include "util.h"
 
+static void *
+ctrl_buf(struct rb_conn *conn)
+{
+	return (char *)conn->send.base +
+		(size_t)(conn->nsend_bufs - 1) * RB_MSG_BUF_SIZE;
+}
+
 static int
 post_ctrl(struct rb_conn *conn, size_t len, char *errbuf)
 {
-	void *buf = (char *)conn->send.base +
-		(size_t)(conn->nsend_bufs - 1) * RB_RECV_BUF_SIZE;
-	struct ibv_sge sge = {
-		.addr = (uintptr_t)buf,
-		.length = (uint32_t)len,
-		.lkey = conn->send.mr->lkey,
-	};
-	struct ibv_send_wr wr = {
-		.wr_id = (uintptr_t)&conn->ctrl_ctx,
-		.sg_list = &sge,
-		.num_sge = 1,
-		.opcode = IBV_WR_SEND,
-		.send_flags = IBV_SEND_SIGNALED,
-	}, *bad;
-	int r = ibv_post_send(conn->id->qp, &wr, &bad);
+	struct ibv_send_wr wr, *bad;
+	struct ibv_sge sge;
+	int r;
 
+	rb_conn_send_wr(conn, &wr, &sge, ctrl_buf(conn), len, &conn->ctrl_ctx);
+	r = ibv_post_send(conn->id->qp, &wr, &bad);
 	if (r != 0) {
 		rb_seterr(errbuf, "handshake: ibv_post_send: %s", strerror(r));
 		return -r;
@@ -36,28 +35,44 @@ post_ctrl(struct rb_conn *conn, size_t len, char *errbuf)
 	return 0;
 }
 
-static void *
-ctrl_buf(struct rb_conn *conn)
+/* One CQ, one completion at a time (common/cqarm.h callbacks). */
+struct one_cq {
+	struct ibv_cq *cq;
+	struct ibv_wc *wc;
+};
+
+static int
+one_cq_poll(void *opaque)
 {
-	return (char *)conn->send.base +
-		(size_t)(conn->nsend_bufs - 1) * RB_RECV_BUF_SIZE;
+	struct one_cq *o = opaque;
+
+	memset(o->wc, 0, sizeof(*o->wc));
+	return ibv_poll_cq(o->cq, 1, o->wc);
 }
 
-/* Wait for the next successful completion of the given kind on cq: request
- * notification, poll, and only then sleep on the channel, so a completion
- * that raced the arming is seen. */
+static int
+one_cq_arm(void *opaque)
+{
+	return ibv_req_notify_cq(((struct one_cq *)opaque)->cq, 0) != 0 ? -1 : 0;
+}
+
+/* Wait for the next successful completion of the given kind on cq, with
+ * the arming rule (poll, arm, poll again) before each sleep, so a
+ * completion that raced the arming is seen. */
 static int
 wait_wc(struct rb_conn *conn, struct ibv_cq *cq, enum rb_wr_kind kind,
 	uint64_t deadline_ns, struct ibv_wc *wc, const char *what, char *errbuf)
 {
 	struct pollfd pfd = { .fd = conn->comp_ch->fd, .events = POLLIN };
-	struct ibv_cq *ev_cq;
-	void *ev_ctx;
-	int armed = 0, n;
+	struct one_cq o = { .cq = cq, .wc = wc };
+	int n, ms;
 
 	for (;;) {
-		memset(wc, 0, sizeof(*wc));
-		n = ibv_poll_cq(cq, 1, wc);
+		n = rb_cq_poll_arm_poll(one_cq_poll, one_cq_arm, &o);
+		if (n == RB_CQ_ARM_FAILED) {
+			rb_seterr(errbuf, "%s: ibv_req_notify_cq failed", what);
+			return -EIO;
+		}
 		if (n < 0) {
 			rb_seterr(errbuf, "%s: ibv_poll_cq failed", what);
 			return -EIO;
@@ -77,34 +92,17 @@ wait_wc(struct rb_conn *conn, struct ibv_cq *cq, enum rb_wr_kind kind,
 				return 0;
 			continue;
 		}
-		if (!armed) {
-			if (ibv_req_notify_cq(cq, 0) != 0) {
-				rb_seterr(errbuf, "%s: ibv_req_notify_cq failed", what);
-				return -EIO;
-			}
-			armed = 1;
-			continue;
+		ms = rb_deadline_ms_left(deadline_ns);
+		if (ms == 0) {
+			rb_seterr(errbuf, "%s from %s:%u: timed out", what,
+				  conn->cfg.host, conn->cfg.port);
+			return -ETIMEDOUT;
 		}
-		{
-			uint64_t now = rb_now_ns();
-			int ms;
-
-			if (now >= deadline_ns) {
-				rb_seterr(errbuf, "%s from %s:%u: timed out", what,
-					  conn->cfg.host, conn->cfg.port);
-				return -ETIMEDOUT;
-			}
-			ms = (int)((deadline_ns - now + 999999) / 1000000);
-			if (poll(&pfd, 1, ms) < 0 && errno != EINTR) {
-				rb_seterr(errbuf, "%s: poll: %s", what, strerror(errno));
-				return -EIO;
-			}
+		if (poll(&pfd, 1, ms) < 0 && errno != EINTR) {
+			rb_seterr(errbuf, "%s: poll: %s", what, strerror(errno));
+			return -EIO;
 		}
-		while (ibv_get_cq_event(conn->comp_ch, &ev_cq, &ev_ctx) == 0) {
-			ibv_ack_cq_events(ev_cq, 1);
-			if (ev_cq == cq)
-				armed = 0;
-		}
+		rb_cq_ack_events(conn->comp_ch, NULL);
 	}
 }
 
@@ -141,6 +139,16 @@ send_ctrl(struct rb_conn *conn, size_t len, uint64_t deadline_ns, char *errbuf)
 	int r = post_ctrl(conn, len, errbuf);
 
 	return r < 0 ? r : wait_ctrl_sent(conn, deadline_ns, errbuf);
+}
+
+/* Send len bytes of the control buffer and wait for the answer, what. */
+static int
+exchange(struct rb_conn *conn, size_t len, const char *what, uint64_t deadline_ns,
+	 uint32_t *index, uint32_t *rlen, char *errbuf)
+{
+	int r = send_ctrl(conn, len, deadline_ns, errbuf);
+
+	return r < 0 ? r : wait_recv(conn, deadline_ns, index, rlen, what, errbuf);
 }
 
 static int
@@ -264,10 +272,8 @@ rb_handshake_hello(struct rb_conn *conn, uint64_t deadline_ns, char *errbuf)
 	if (conn->cfg.test_record_nonce != NULL)
 		memcpy(conn->cfg.test_record_nonce, h.nonce, RB_NONCE_LEN);
 	memcpy(h.export_name, conn->cfg.export_name, sizeof(h.export_name));
-	r = send_ctrl(conn, rb_hello_encode(ctrl_buf(conn), &h), deadline_ns, errbuf);
-	if (r < 0)
-		return r;
-	r = wait_recv(conn, deadline_ns, &idx, &len, "HELLO_REPLY", errbuf);
+	r = exchange(conn, rb_hello_encode(ctrl_buf(conn), &h), "HELLO_REPLY",
+		     deadline_ns, &idx, &len, errbuf);
 	if (r < 0)
 		return r;
 	buf = rb_conn_recv_buf(conn, idx);
@@ -338,10 +344,8 @@ rb_handshake_list(struct rb_conn *conn, uint64_t deadline_ns, rb_list_fn *cb,
 	void *buf;
 	int r;
 
-	r = send_ctrl(conn, rb_list_encode(ctrl_buf(conn)), deadline_ns, errbuf);
-	if (r < 0)
-		return r;
-	r = wait_recv(conn, deadline_ns, &idx, &len, "LIST_REPLY", errbuf);
+	r = exchange(conn, rb_list_encode(ctrl_buf(conn)), "LIST_REPLY",
+		     deadline_ns, &idx, &len, errbuf);
 	if (r < 0)
 		return r;
 	buf = rb_conn_recv_buf(conn, idx);

@@ -4,6 +4,7 @@
 
 #include <pthread.h>
 #include <stdint.h>
+#include <sys/queue.h>
 #include <sys/socket.h>
 
 #include <infiniband/verbs.h>
@@ -52,51 +53,89 @@ struct rb_wr_ctx {
 
 /* One request slot: a credit, a send buffer and a data buffer.
  *
- *   FREE ──get──▶ POSTED ──reply arrived, window invalid──▶ DONE ──owner returns──▶ RELEASED
- *                   │                                                                 │
- *                   └── (keepalive NOP: nobody owns it) ──────────────────────────────┤
- *   FREE ◀──────────────────────── its SEND's completion reaped ──────────────────────┘
+ * Its state is the whole truth about where the request is; only
+ * rb_slot_event_locked (slots.c) moves it.  The completion handlers
+ * (cq.c) and the owner record events; the state machine decides.
  *
- * A dead connection leaves POSTED slots POSTED forever (the target may still
- * use them); RELEASED goes to FREE only once the send buffer is really free. */
+ *   FREE ──get──▶ POSTED ──reply, window invalid (or none)──▶ DONE ──owner returns──▶ RELEASED
+ *                   │  │                                        ▲                        │
+ *                   │  └─reply, window valid─▶ INVALIDATING ────┘ LOCAL_INV completed    │
+ *                   │                                                                   │
+ *                   └── reply to a keepalive NOP (nobody owns it) ──────────────────────┤
+ *   FREE ◀────────────────────────── its SEND's completion reaped ──────────────────────┘
+ *
+ * RELEASED is skipped (straight to FREE) when the SEND's completion was
+ * reaped first; a SEND that was never posted goes POSTED -> FREE.  A dead
+ * connection leaves POSTED and INVALIDATING slots where they are forever
+ * (the target may still use them). */
 enum rb_slot_state {
-	RB_SLOT_FREE,      /* on the free list: no WR and no target access */
-	RB_SLOT_POSTED,    /* SEND posted; waiting for the reply (and window) */
-	RB_SLOT_DONE,      /* reply arrived, window invalid: the owner copies out */
-	RB_SLOT_RELEASED,  /* nobody owns it; waits for its SEND completion */
+	RB_SLOT_FREE,         /* on the free list: no WR and no target access */
+	RB_SLOT_POSTED,       /* claimed; SEND posted: waiting for the reply */
+	RB_SLOT_INVALIDATING, /* replied, window still valid: our LOCAL_INV is posted */
+	RB_SLOT_DONE,         /* replied, window invalid: the owner copies out */
+	RB_SLOT_RELEASED,     /* nobody owns it; waits for its SEND completion */
 };
+
+/* What happened to a slot (rb_slot_event_locked). */
+enum rb_slot_event {
+	RB_SLOT_EV_SENT,        /* the request SEND's completion was reaped */
+	RB_SLOT_EV_REPLY,       /* the reply arrived; it did not invalidate the window */
+	RB_SLOT_EV_REPLY_INV,   /* the reply arrived with SEND_WITH_INV of the slot's key */
+	RB_SLOT_EV_INVALIDATED, /* our LOCAL_INV of the window completed */
+	RB_SLOT_EV_OWNER_DONE,  /* the owner copied out and returns the slot */
+	RB_SLOT_EV_POST_FAILED, /* the SEND was never posted */
+};
+
+/* What the caller of rb_slot_event_locked does next (a bit mask). */
+#define RB_SLOT_DO_WAKE_OWNER 1u  /* now DONE: wake (or queue, aio) its owner */
+#define RB_SLOT_DO_POST_INV   2u  /* now INVALIDATING: post the LOCAL_INV */
+#define RB_SLOT_DO_CREDIT     4u  /* now FREE and a thread waits on slot_cond */
 
 struct rb_slot {
 	struct rb_wr_ctx    ctx;        /* wr_id of the request SEND */
-	enum rb_slot_state  state;
-	int                 waiter;     /* 0: nobody waits (keepalive NOP) */
-	int                 following;  /* the owner sleeps on cond as a follower */
-	int                 send_done;
-	int                 replied;
+	enum rb_slot_state  state;      /* stored atomically: owners peek without the lock */
+	/* Set when the slot is taken, constant until it is FREE again: */
+	int                 owned;      /* 0: nobody waits for the reply (keepalive NOP) */
+	int                 window;     /* a memory window is bound for this request */
 	uint64_t            gen;        /* bumped per use: stale tags miss */
 	uint8_t             opcode;
+	/* The one event recorded ahead of the transition that needs it:
+	 * the SEND completion may be reaped in any state after POSTED, and
+	 * matters only when the owner returns (FREE or RELEASED). */
+	int                 sent;
+	/* The owner thread's way of waiting (wait.c), not the request's
+	 * state: asleep on cond as a follower. */
+	int                 following;
 	struct rb_rep_info  rep;
 	pthread_cond_t      cond;       /* DONE, dead, or "you lead now" */
-	void               *send_buf;   /* RB_RECV_BUF_SIZE bytes */
+	void               *send_buf;   /* RB_MSG_BUF_SIZE bytes */
 	void               *data;       /* max_io bytes in the data pool */
 	void               *direct;     /* the caller's bytes instead (direct.c), or NULL */
 	uint32_t            rkey;       /* the key the target uses for data */
-	int                 next_free;
+	SLIST_ENTRY(rb_slot) free_link; /* on conn->free_slots while FREE */
 	struct rb_aio      *aio;        /* an asynchronous request (aio.c), or NULL */
-	int                 aio_next;   /* on conn->aio_done */
+	STAILQ_ENTRY(rb_slot) aio_link; /* on conn->aio_done while DONE */
 
 	/* Memory windows (conn->use_mw): the window is bound over exactly
 	 * this request's bytes before its SEND, with a fresh key, and must
 	 * be invalid again (remotely by the reply's SEND_WITH_INV, or by our
-	 * LOCAL_INV) before the slot is DONE and may be reused. */
+	 * LOCAL_INV: INVALIDATING) before the slot is DONE and may be
+	 * reused. */
 	struct ibv_mw      *mw;
 	struct rb_wr_ctx    bind_ctx;
 	struct rb_wr_ctx    inv_ctx;
 	uint32_t            bind_len;   /* 0: no window for this request */
 	int                 bind_access;
-	int                 mw_live;    /* bound and not yet known invalid */
-	int                 inv_posted;
 };
+
+/* 1 while the request waits for the target (POSTED or INVALIDATING): not
+ * answered yet, as far as its owner is concerned.  Without the lock. */
+static inline int rb_slot_awaiting(const struct rb_slot *s)
+{
+	enum rb_slot_state st = __atomic_load_n(&s->state, __ATOMIC_ACQUIRE);
+
+	return st == RB_SLOT_POSTED || st == RB_SLOT_INVALIDATING;
+}
 
 /* tag = generation << 16 | slot index */
 #define RB_TAG_INDEX_BITS 16
@@ -149,7 +188,7 @@ struct rb_conn {
 	unsigned                    nrecv;      /* receives posted: wanted + 1 */
 	struct rb_wr_ctx           *recv_ctx;
 	struct rb_region            recv;
-	struct rb_region            send;       /* nsend_bufs x RB_RECV_BUF_SIZE */
+	struct rb_region            send;       /* nsend_bufs x RB_MSG_BUF_SIZE */
 	unsigned                    nsend_bufs; /* wanted + 1; the last is control */
 	struct rb_wr_ctx            ctrl_ctx;
 	struct rb_region            data;       /* nslots x max_io */
@@ -175,7 +214,7 @@ struct rb_conn {
 	unsigned                    released;   /* slots RELEASED */
 	unsigned                    slot_waiters; /* threads on slot_cond */
 	unsigned                    inv_pending;  /* LOCAL_INVs not yet completed */
-	int                         free_head;
+	SLIST_HEAD(, rb_slot)       free_slots;
 	int                         dead;
 	int                         disconnect_sent;
 	int                         refs;
@@ -191,10 +230,9 @@ struct rb_conn {
 
 	/* Asynchronous requests (aio.c): slots that became DONE, oldest
 	 * first, for the reaping thread to collect.  aio_reaping: that thread
-	 * is between its drain and its collection, so nobody needs to write
+	 * is between polling the CQs and its collection, so nobody needs to write
 	 * wake_fd for a slot it will collect anyway. */
-	int                         aio_done_head;
-	int                         aio_done_tail;
+	STAILQ_HEAD(rb_slot_queue, rb_slot) aio_done;
 	int                         aio_reaping;
 
 	/* The housekeeping thread (timer.c): never on the data path. */
@@ -215,6 +253,9 @@ void rb_conn_mark_dead_locked(struct rb_conn *conn, const char *why);
 /* Post one receive buffer again.  0 or -errno. */
 int  rb_conn_post_recv(struct rb_conn *conn, uint32_t index);
 void *rb_conn_recv_buf(struct rb_conn *conn, uint32_t index);
+/* Fill a signaled SEND of len bytes at buf (in conn->send) with wr_id ctx. */
+void rb_conn_send_wr(struct rb_conn *conn, struct ibv_send_wr *wr, struct ibv_sge *sge,
+		     void *buf, size_t len, struct rb_wr_ctx *ctx);
 
 /* direct.c: the caller's memory for direct requests.  Register [base, len)
  * on conn once (0, -EAGAIN once fenced, or -errno); fence: revoke every
@@ -237,25 +278,22 @@ int  rb_handshake_list(struct rb_conn *conn, uint64_t deadline_ns,
 int  rb_slots_create(struct rb_conn *conn, char *errbuf);
 void rb_slots_revoke(struct rb_conn *conn);
 void rb_slots_destroy(struct rb_conn *conn);
-/* Under conn->lock.  NULL when no credit is free. */
+/* Under conn->lock.  Take a slot off the free list (FREE -> POSTED):
+ * keepalive for the NOP (nobody owns it; it may use the last credit).
+ * NULL when no credit is free. */
 struct rb_slot *rb_slot_get_locked(struct rb_conn *conn, int keepalive);
-/* Back to the free list.  Returns 1 when a thread waits on slot_cond: signal
- * it after unlocking. */
-int  rb_slot_put_locked(struct rb_conn *conn, struct rb_slot *s);
-/* Nobody owns s any more: FREE once its SEND completion is reaped.  Same
- * return value as rb_slot_put_locked. */
-int  rb_slot_release_locked(struct rb_conn *conn, struct rb_slot *s);
+/* Under conn->lock: the state machine.  Record ev for s, move its state
+ * and return what the caller must do (RB_SLOT_DO_*). */
+unsigned rb_slot_event_locked(struct rb_conn *conn, struct rb_slot *s,
+			      enum rb_slot_event ev);
 
-/* cq.c: posting request SENDs and reaping both CQs.  No thread of its own. */
-/* Post a request SEND for slot s; under conn->lock or by its owner. */
-int  rb_post_request(struct rb_conn *conn, struct rb_slot *s,
-		     const struct rb_req_info *ri);
+/* cq.c: reaping both CQs.  No thread of its own. */
 /* Poll both CQs until empty and handle every completion, waking the owners
  * of the slots that became DONE (after unlocking).  self: the calling
  * owner's slot, or NULL.  Returns the number of completions; *self_done
- * (if not NULL) says whether self is no longer POSTED or the connection
+ * (if not NULL) says whether self is answered (not rb_slot_awaiting) or the connection
  * is dead. */
-int  rb_cq_drain(struct rb_conn *conn, struct rb_slot *self, int *self_done);
+int  rb_cq_poll_empty(struct rb_conn *conn, struct rb_slot *self, int *self_done);
 /* 1 when a successful receive completion says the reply invalidated rkey:
  * only when the provider flagged it as such (IBV_WC_WITH_INV, or rxe_quirk:
  * rxe reports it with the kernel's bit, which reads as IBV_WC_IP_CSUM_OK),
@@ -287,6 +325,10 @@ struct rb_io {
 	int         direct;     /* rbuf/wbuf lie in conn->direct_mr: no copy */
 	uint8_t     rep_flags;  /* out: RB_REP_* */
 };
+/* Post a request SEND for slot s (and its window's BIND ahead of it);
+ * under conn->lock or by its owner.  0 or -errno. */
+int  rb_post_request(struct rb_conn *conn, struct rb_slot *s,
+		     const struct rb_req_info *ri);
 /* 0, a negative errno (final), or -EAGAIN: the connection died before a
  * reply arrived, so the request may be resent on a new connection. */
 int rb_conn_request(struct rb_conn *conn, struct rb_io *io, uint64_t deadline_ns);

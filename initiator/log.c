@@ -8,11 +8,24 @@
 
 #include "internal.h"
 
+const char *
+rb_log_level_name(enum rb_log_level level)
+{
+	switch (level) {
+	case RB_LOG_ERROR: return "error";
+	case RB_LOG_WARN:  return "warning";
+	case RB_LOG_INFO:  return "info";
+	default:           return "debug";
+	}
+}
+
 static void
 default_log(enum rb_log_level level, const char *msg)
 {
 	if (level == RB_LOG_ERROR)
 		fprintf(stderr, "rdmablk: %s\n", msg);
+	else if (level == RB_LOG_WARN)
+		fprintf(stderr, "rdmablk: warning: %s\n", msg);
 }
 
 static rb_log_fn *log_fn = default_log;

@@ -112,7 +112,7 @@ rb_opts_set(struct rb_opts *o, const char *key, const char *value,
 		return set_string(&o->export_, &o->export_name, value, err, errlen);
 	}
 	if (strcmp(key, "queue-depth") == 0)
-		return set_uint(key, value, 1, 1024, &o->queue_depth, err, errlen);
+		return set_uint(key, value, 1, RB_MAX_QUEUE_DEPTH, &o->queue_depth, err, errlen);
 	if (strcmp(key, "timeout") == 0)
 		return set_uint(key, value, 1, 86400, &o->timeout_s, err, errlen);
 	if (strcmp(key, "retry") == 0)

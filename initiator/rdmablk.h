@@ -24,6 +24,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/queue.h>
 
 #define RDMABLK_VERSION "0.1.0"
 
@@ -152,7 +153,7 @@ int rb_zero(struct rb_client *c, uint64_t len, uint64_t off, unsigned flags);
  * ublk queue thread).  One thread drives a client asynchronously: it
  * submits, polls rb_aio_fd() for readiness and reaps its own completions;
  * there is no completion thread (the reaping is the sync calls' own CQ
- * draining, initiator/NOTES.md).  Do not mix with the sync calls on the
+ * polling, initiator/NOTES.md).  Do not mix with the sync calls on the
  * same client.  The guarantees are the sync calls': a request that was
  * never acknowledged is resent on a new connection, a write is reported
  * done only after the target replied success (FUA/FLUSH: durable), and a
@@ -177,7 +178,7 @@ struct rb_aio {
 	/* Set when reaped: 0 or a negative errno. */
 	int       result;
 	/* Private to the library. */
-	struct rb_aio *next_;
+	STAILQ_ENTRY(rb_aio) next_;   /* <sys/queue.h> */
 	void     *conn_;
 	void     *slot_;
 	uint64_t  deadline_ns_;
@@ -215,10 +216,18 @@ unsigned rb_aio_outstanding(struct rb_client *c);
 typedef int rb_list_fn(void *opaque, const char *name, const char *description);
 int rb_list_exports(const struct rb_opts *o, rb_list_fn *cb, void *opaque);
 
-/* Logging hook.  Default: errors to stderr prefixed "rdmablk: ", debug
- * messages dropped.  The hook may be called from any thread that waits for
- * a reply, and from the library's housekeeping thread. */
-enum rb_log_level { RB_LOG_ERROR, RB_LOG_DEBUG };
+/* Logging hook.  Default: errors and warnings to stderr prefixed
+ * "rdmablk: ", info and debug messages dropped.  The hook may be called
+ * from any thread that waits for a reply, and from the library's
+ * housekeeping thread. */
+enum rb_log_level {
+	RB_LOG_ERROR,   /* a request, a connect or a setting failed */
+	RB_LOG_WARN,    /* something is wrong but handled: a connection lost, a weaker mode */
+	RB_LOG_INFO,    /* a routine event an operator may want to see: reconnected, failed over */
+	RB_LOG_DEBUG,   /* detail for debugging */
+};
+/* "error", "warning", "info", "debug". */
+const char *rb_log_level_name(enum rb_log_level level);
 typedef void rb_log_fn(enum rb_log_level level, const char *msg);
 void rb_set_log(rb_log_fn *fn);
 

@@ -1,18 +1,13 @@
-/* One request on one connection: take a credit, copy in, post the SEND,
- * wait (leading or following, wait.c), copy out, give the credit back. */
+/* One request on one connection: take a credit, copy in, post the SEND
+ * (and the window's BIND), wait (leading or following, wait.c), copy out,
+ * give the credit back.  The keepalive NOP (timer.c) is posted here too. */
 #include <errno.h>
 #include <string.h>
 #include <time.h>
 
+#include "deadline.h"
 #include "internal.h"
 #include "util.h"
-
-static void
-deadline_ts(uint64_t deadline_ns, struct timespec *ts)
-{
-	ts->tv_sec = (time_t)(deadline_ns / 1000000000u);
-	ts->tv_nsec = (long)(deadline_ns % 1000000000u);
-}
 
 /* Timed copy between the caller's memory and registered memory. */
 static void
@@ -24,6 +19,45 @@ copy_timed(struct rb_conn *conn, void *dst, const void *src, size_t len)
 	__atomic_add_fetch(&conn->cfg.stats->copy_ns, rb_now_ns() - t0,
 			   __ATOMIC_RELAXED);
 	__atomic_add_fetch(&conn->cfg.stats->copy_bytes, len, __ATOMIC_RELAXED);
+}
+
+/* Post the request SEND of slot s (with, for a window, its BIND ahead of
+ * it); under conn->lock or by its owner. */
+int
+rb_post_request(struct rb_conn *conn, struct rb_slot *s, const struct rb_req_info *ri)
+{
+	struct ibv_send_wr wr, bind, *bad;
+	struct ibv_sge sge;
+	int r;
+
+	rb_conn_send_wr(conn, &wr, &sge, s->send_buf,
+			rb_request_encode(s->send_buf, ri), &s->ctx);
+	if (s->bind_len == 0)
+		return -ibv_post_send(conn->id->qp, &wr, &bad);
+	/* Bind the slot's window over exactly the request's bytes, on this
+	 * QP, ahead of the SEND: the target sees the key only after the
+	 * bind (send queue order). */
+	memset(&bind, 0, sizeof(bind));
+	bind.wr_id = (uintptr_t)&s->bind_ctx;
+	bind.opcode = IBV_WR_BIND_MW;
+	bind.bind_mw.mw = s->mw;
+	bind.bind_mw.rkey = s->rkey;
+	bind.bind_mw.bind_info.mr = s->direct != NULL ? conn->direct_mr : conn->data.mr;
+	bind.bind_mw.bind_info.addr = (uintptr_t)(s->direct != NULL ? s->direct : s->data);
+	bind.bind_mw.bind_info.length = s->bind_len;
+	bind.bind_mw.bind_info.mw_access_flags = (unsigned)s->bind_access;
+	bind.next = &wr;
+	/* The test hook: name a stale current key, which the device must
+	 * refuse (rxe: IBV_WC_MW_BIND_ERR), like any failed bind. */
+	if (conn->fault_bind != 0 &&
+	    __atomic_add_fetch(&conn->binds, 1, __ATOMIC_RELAXED) % conn->fault_bind == 0)
+		s->mw->rkey = ibv_inc_rkey(s->rkey);
+	r = ibv_post_send(conn->id->qp, &bind, &bad);
+	/* Providers read mw->rkey as the window's current key (rxe checks
+	 * it against its own): once bound, that is the new key. */
+	if (r == 0 || bad == &wr)
+		s->mw->rkey = s->rkey;
+	return -r;
 }
 
 /* Fill the wire request; WRITE data goes inline when it is small enough,
@@ -78,15 +112,15 @@ wait_for_credit_locked(struct rb_conn *conn, uint64_t deadline_ns)
 
 	if (conn->leader < 0 && (conn->released > 0 || conn->nop_inflight)) {
 		pthread_mutex_unlock(&conn->lock);
-		rb_cq_drain(conn, NULL, NULL);
+		rb_cq_poll_empty(conn, NULL, NULL);
 		pthread_mutex_lock(&conn->lock);
-		if (conn->free_head >= 0 && conn->inflight < conn->data_credits)
+		if (!SLIST_EMPTY(&conn->free_slots) && conn->inflight < conn->data_credits)
 			return 0;
-		until = rb_now_ns() + SLOT_REPOLL_NS;
+		until = rb_deadline_after(SLOT_REPOLL_NS);
 		if (until > deadline_ns)
 			until = deadline_ns;
 	}
-	deadline_ts(until, &ts);
+	ts = rb_deadline_timespec(until);
 	conn->slot_waiters++;
 	r = pthread_cond_timedwait(&conn->slot_cond, &conn->lock, &ts);
 	conn->slot_waiters--;
@@ -98,14 +132,12 @@ wait_for_credit_locked(struct rb_conn *conn, uint64_t deadline_ns)
 void
 rb_conn_claim_locked(struct rb_conn *conn, struct rb_slot *s, const struct rb_io *io)
 {
-	s->state = RB_SLOT_POSTED;
-	s->waiter = 1;
 	s->opcode = io->opcode;
 	/* Set under the lock, before posting: whoever reaps the reply reads
 	 * them under the lock too.  A fresh window key per request. */
-	s->mw_live = conn->use_mw && (io->opcode == RB_OP_READ ||
+	s->window = conn->use_mw && (io->opcode == RB_OP_READ ||
 		(io->opcode == RB_OP_WRITE && io->length > conn->exp.inline_max));
-	if (s->mw_live)
+	if (s->window)
 		s->rkey = ibv_inc_rkey(s->rkey);
 }
 
@@ -113,7 +145,8 @@ int
 rb_conn_post(struct rb_conn *conn, struct rb_slot *s, const struct rb_io *io)
 {
 	struct rb_req_info ri;
-	int r, signal;
+	unsigned todo;
+	int r;
 
 	/* The slot is ours until we put it back: no lock for the copy. */
 	prepare(conn, s, io, &ri);
@@ -121,13 +154,12 @@ rb_conn_post(struct rb_conn *conn, struct rb_slot *s, const struct rb_io *io)
 	if (r == 0)
 		return 0;
 	pthread_mutex_lock(&conn->lock);
-	/* Not posted, so nothing references the slot. */
-	signal = rb_slot_put_locked(conn, s);
+	todo = rb_slot_event_locked(conn, s, RB_SLOT_EV_POST_FAILED);
 	rb_log(RB_LOG_ERROR, "%s: ibv_post_send: %s",
 	       rb_opcode_name(io->opcode), strerror(-r));
 	rb_conn_mark_dead_locked(conn, "cannot post a request");
 	pthread_mutex_unlock(&conn->lock);
-	if (signal)
+	if (todo & RB_SLOT_DO_CREDIT)
 		pthread_cond_signal(&conn->slot_cond);
 	return -EAGAIN;
 }
@@ -136,7 +168,7 @@ int
 rb_conn_finish(struct rb_conn *conn, struct rb_slot *s, struct rb_io *io)
 {
 	struct rb_rep_info rep;
-	int signal;
+	unsigned todo;
 
 	/* DONE: nothing writes the slot's reply or data any more (RC
 	 * ordering: the reply's arrival implies the RDMA WRITE landed, and
@@ -147,9 +179,9 @@ rb_conn_finish(struct rb_conn *conn, struct rb_slot *s, struct rb_io *io)
 			   io->copy_len);
 
 	pthread_mutex_lock(&conn->lock);
-	signal = rb_slot_release_locked(conn, s);
+	todo = rb_slot_event_locked(conn, s, RB_SLOT_EV_OWNER_DONE);
 	pthread_mutex_unlock(&conn->lock);
-	if (signal)
+	if (todo & RB_SLOT_DO_CREDIT)
 		pthread_cond_signal(&conn->slot_cond);
 
 	__atomic_add_fetch(&conn->cfg.stats->requests, 1, __ATOMIC_RELAXED);

@@ -36,10 +36,9 @@ rb_slots_create(struct rb_conn *conn, char *errbuf)
 		s->ctx.index = i;
 		s->state = RB_SLOT_FREE;
 		pthread_cond_init(&s->cond, &ca);
-		s->send_buf = (char *)conn->send.base + (size_t)i * RB_RECV_BUF_SIZE;
+		s->send_buf = (char *)conn->send.base + (size_t)i * RB_MSG_BUF_SIZE;
 		s->data = (char *)conn->data.base + (size_t)i * conn->exp.max_io;
 		s->rkey = conn->data.mr->rkey;
-		s->next_free = i + 1 < n ? (int)i + 1 : -1;
 		s->bind_ctx.kind = RB_WR_BIND;
 		s->bind_ctx.index = i;
 		s->inv_ctx.kind = RB_WR_LOCAL_INV;
@@ -59,7 +58,8 @@ rb_slots_create(struct rb_conn *conn, char *errbuf)
 	}
 	pthread_condattr_destroy(&ca);
 	conn->nslots = n;
-	conn->free_head = 0;
+	for (i = n; i-- > 0;)   /* slot 0 first */
+		SLIST_INSERT_HEAD(&conn->free_slots, &conn->slots[i], free_link);
 	/* One credit stays free for keepalive NOPs when there is more than one. */
 	conn->data_credits = n > 1 && conn->cfg.keepalive_ns ? n - 1 : n;
 	return 0;
@@ -101,44 +101,97 @@ rb_slot_get_locked(struct rb_conn *conn, int keepalive)
 	unsigned limit = keepalive ? conn->nslots : conn->data_credits;
 	struct rb_slot *s;
 
-	if (conn->free_head < 0 || conn->inflight >= limit)
+	s = SLIST_FIRST(&conn->free_slots);
+	if (s == NULL || conn->inflight >= limit)
 		return NULL;
-	s = &conn->slots[conn->free_head];
-	conn->free_head = s->next_free;
+	SLIST_REMOVE_HEAD(&conn->free_slots, free_link);
 	conn->inflight++;
 	s->gen = (s->gen + 1) & ((UINT64_C(1) << (64 - RB_TAG_INDEX_BITS)) - 1);
-	s->send_done = 0;
-	s->replied = 0;
-	s->waiter = 0;
+	s->owned = !keepalive;
+	s->window = 0;
+	s->sent = 0;
 	s->following = 0;
 	s->bind_len = 0;
 	s->direct = NULL;
-	s->mw_live = 0;
-	s->inv_posted = 0;
 	s->aio = NULL;
-	s->aio_next = -1;
 	memset(&s->rep, 0, sizeof(s->rep));
+	__atomic_store_n(&s->state, RB_SLOT_POSTED, __ATOMIC_RELEASE);
 	return s;
 }
 
-int
-rb_slot_put_locked(struct rb_conn *conn, struct rb_slot *s)
+/* The state moves only below.  Stored atomically: an owner may look at its
+ * own slot without the lock (cq.c, wait.c). */
+static void
+set_state(struct rb_slot *s, enum rb_slot_state st)
 {
-	s->state = RB_SLOT_FREE;
-	s->next_free = conn->free_head;
-	conn->free_head = (int)s->ctx.index;
-	conn->inflight--;
-	return conn->slot_waiters > 0;
+	__atomic_store_n(&s->state, st, __ATOMIC_RELEASE);
 }
 
-/* The send buffer may be reused only after its SEND completion (RDMA
- * rules): until it is reaped the slot waits as RELEASED. */
-int
-rb_slot_release_locked(struct rb_conn *conn, struct rb_slot *s)
+/* -> FREE: back on the free list. */
+static unsigned
+to_free_locked(struct rb_conn *conn, struct rb_slot *s)
 {
-	if (s->send_done)
-		return rb_slot_put_locked(conn, s);
-	s->state = RB_SLOT_RELEASED;
+	if (s->state == RB_SLOT_RELEASED)
+		conn->released--;
+	set_state(s, RB_SLOT_FREE);
+	SLIST_INSERT_HEAD(&conn->free_slots, s, free_link);
+	conn->inflight--;
+	return conn->slot_waiters > 0 ? RB_SLOT_DO_CREDIT : 0;
+}
+
+/* Nobody owns s any more.  The send buffer may be reused only after its
+ * SEND completion (RDMA rules): until it is reaped the slot waits as
+ * RELEASED. */
+static unsigned
+to_released_locked(struct rb_conn *conn, struct rb_slot *s)
+{
+	if (s->sent)
+		return to_free_locked(conn, s);
+	set_state(s, RB_SLOT_RELEASED);
 	conn->released++;
+	return 0;
+}
+
+/* Replied and the window (if any) is invalid: nothing writes the slot any
+ * more.  DONE for an owner; a keepalive NOP is finished here. */
+static unsigned
+to_done_locked(struct rb_conn *conn, struct rb_slot *s)
+{
+	if (s->owned) {
+		set_state(s, RB_SLOT_DONE);
+		return RB_SLOT_DO_WAKE_OWNER;
+	}
+	if (s->rep.error != RB_OK)
+		rb_log(RB_LOG_DEBUG, "keepalive NOP failed: %s",
+		       rb_error_name(s->rep.error));
+	conn->nop_inflight = 0;
+	return to_released_locked(conn, s);
+}
+
+unsigned
+rb_slot_event_locked(struct rb_conn *conn, struct rb_slot *s, enum rb_slot_event ev)
+{
+	switch (ev) {
+	case RB_SLOT_EV_SENT:
+		s->sent = 1;
+		return s->state == RB_SLOT_RELEASED ? to_free_locked(conn, s) : 0;
+	case RB_SLOT_EV_REPLY:
+		if (s->state != RB_SLOT_POSTED)
+			return 0;
+		if (s->window) {
+			set_state(s, RB_SLOT_INVALIDATING);
+			return RB_SLOT_DO_POST_INV;
+		}
+		return to_done_locked(conn, s);
+	case RB_SLOT_EV_REPLY_INV:
+		return s->state == RB_SLOT_POSTED ? to_done_locked(conn, s) : 0;
+	case RB_SLOT_EV_INVALIDATED:
+		return s->state == RB_SLOT_INVALIDATING ? to_done_locked(conn, s) : 0;
+	case RB_SLOT_EV_OWNER_DONE:
+		return s->state == RB_SLOT_DONE ? to_released_locked(conn, s) : 0;
+	case RB_SLOT_EV_POST_FAILED:
+		/* Not posted, so nothing references the slot. */
+		return s->state == RB_SLOT_POSTED ? to_free_locked(conn, s) : 0;
+	}
 	return 0;
 }

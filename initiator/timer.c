@@ -38,14 +38,13 @@ keepalive_tick_locked(struct rb_conn *conn)
 	s = rb_slot_get_locked(conn, 1);
 	if (s == NULL)
 		return;
-	s->state = RB_SLOT_POSTED;
 	s->opcode = RB_OP_NOP;
 	memset(&ri, 0, sizeof(ri));
 	ri.opcode = RB_OP_NOP;
 	ri.tag = rb_tag(s->ctx.index, s->gen);
 	r = rb_post_request(conn, s, &ri);
 	if (r < 0) {
-		rb_slot_put_locked(conn, s);
+		rb_slot_event_locked(conn, s, RB_SLOT_EV_POST_FAILED);
 		rb_log(RB_LOG_ERROR, "keepalive: ibv_post_send: %s", strerror(-r));
 		rb_conn_mark_dead_locked(conn, "cannot post");
 		return;
@@ -53,6 +52,62 @@ keepalive_tick_locked(struct rb_conn *conn)
 	conn->nop_inflight = 1;
 	conn->nop_sent_ns = now;
 	__atomic_add_fetch(&conn->cfg.stats->keepalives, 1, __ATOMIC_RELAXED);
+}
+
+/* The device's asynchronous events: a QP or CQ that the device put in
+ * error says so only here, not in a work completion, so a connection whose
+ * QP went fatal would otherwise look like a plain flush.  The fd belongs to
+ * the device context, which every connection on that device shares: each
+ * event is logged by whichever housekeeping thread reads it, with its QP
+ * number, and marks the connection dead when the QP or CQ is this one's. */
+static void
+async_events(struct rb_conn *conn)
+{
+	struct ibv_context *verbs = conn->id->verbs;
+	struct ibv_async_event ev;
+	const char *what;
+	int ours, dead;
+
+	while (ibv_get_async_event(verbs, &ev) == 0) {
+		what = ibv_event_type_str(ev.event_type);
+		dead = 0;
+		switch (ev.event_type) {
+		case IBV_EVENT_QP_FATAL:
+		case IBV_EVENT_QP_REQ_ERR:
+		case IBV_EVENT_QP_ACCESS_ERR:
+		case IBV_EVENT_COMM_EST:
+		case IBV_EVENT_SQ_DRAINED:
+		case IBV_EVENT_PATH_MIG:
+		case IBV_EVENT_PATH_MIG_ERR:
+		case IBV_EVENT_QP_LAST_WQE_REACHED:
+			ours = ev.element.qp == conn->id->qp;
+			rb_log(ours && ev.event_type != IBV_EVENT_COMM_EST ? RB_LOG_ERROR :
+			       RB_LOG_DEBUG, "%s:%u: async event %s on QP %u%s",
+			       conn->cfg.host, conn->cfg.port, what, ev.element.qp->qp_num,
+			       ours ? "" : " (another connection's)");
+			dead = ours && (ev.event_type == IBV_EVENT_QP_FATAL ||
+					ev.event_type == IBV_EVENT_QP_REQ_ERR ||
+					ev.event_type == IBV_EVENT_QP_ACCESS_ERR);
+			break;
+		case IBV_EVENT_CQ_ERR:
+			ours = ev.element.cq == conn->send_cq || ev.element.cq == conn->recv_cq;
+			rb_log(ours ? RB_LOG_ERROR : RB_LOG_WARN, "%s:%u: async event %s%s",
+			       conn->cfg.host, conn->cfg.port, what,
+			       ours ? "" : " (another connection's CQ)");
+			dead = ours;
+			break;
+		default:
+			rb_log(RB_LOG_WARN, "%s:%u: device async event %s", conn->cfg.host,
+			       conn->cfg.port, what);
+			break;
+		}
+		if (dead) {
+			pthread_mutex_lock(&conn->lock);
+			rb_conn_mark_dead_locked(conn, what);
+			pthread_mutex_unlock(&conn->lock);
+		}
+		ibv_ack_async_event(&ev);
+	}
 }
 
 /* One round: CM events, keepalive, disconnecting a dead QP so its
@@ -63,6 +118,7 @@ housekeeping(struct rb_conn *conn)
 	int disconnect = 0, idle;
 
 	rb_cm_poll_events(conn);
+	async_events(conn);
 	pthread_mutex_lock(&conn->lock);
 	keepalive_tick_locked(conn);
 	if (conn->dead && !conn->disconnect_sent) {
@@ -76,7 +132,7 @@ housekeeping(struct rb_conn *conn)
 	/* A leader reaps everything itself; racing one is harmless (it is
 	 * woken through wake_fd if we complete its slot). */
 	if (idle)
-		rb_cq_drain(conn, NULL, NULL);
+		rb_cq_poll_empty(conn, NULL, NULL);
 }
 
 static int
@@ -93,15 +149,16 @@ static void *
 timer_thread(void *arg)
 {
 	struct rb_conn *conn = arg;
-	struct pollfd pfd[2] = {
+	struct pollfd pfd[3] = {
 		{ .fd = conn->cm_ch->fd, .events = POLLIN },
 		{ .fd = conn->stop_fd, .events = POLLIN },
+		{ .fd = conn->id->verbs->async_fd, .events = POLLIN },
 	};
 	int ms = tick_ms(conn);
 
 	while (!__atomic_load_n(&conn->stop, __ATOMIC_ACQUIRE)) {
 		housekeeping(conn);
-		if (poll(pfd, 2, ms) < 0 && errno != EINTR)
+		if (poll(pfd, 3, ms) < 0 && errno != EINTR)
 			break;
 	}
 	return NULL;
@@ -112,6 +169,13 @@ rb_timer_start(struct rb_conn *conn, char *errbuf)
 {
 	int r;
 
+	/* Shared by every connection on the device: non-blocking once, so a
+	 * thread that lost the race for an event does not sleep in it. */
+	r = rb_fd_set_nonblock(conn->id->verbs->async_fd);
+	if (r < 0) {
+		rb_seterr(errbuf, "async event fd: fcntl: %s", strerror(-r));
+		return r;
+	}
 	conn->stop_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	if (conn->stop_fd < 0) {
 		rb_seterr(errbuf, "eventfd: %s", strerror(errno));

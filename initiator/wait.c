@@ -1,7 +1,7 @@
 /* Leader/follower: the threads waiting for replies reap the CQs themselves.
  *
  * At most one waiting thread, the leader (conn->leader = its slot), owns the
- * CQs: it drains them, re-arms the receive CQ, drains again (so nothing that
+ * CQs: it polls them empty, re-arms the receive CQ, polls again (so nothing that
  * arrived before arming is missed), and sleeps in poll() on the completion
  * channel.  It completes every slot it reaps, waking their owners.  When its
  * own slot is DONE it passes the lead to one sleeping follower and returns.
@@ -14,6 +14,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cqarm.h"
+#include "deadline.h"
 #include "internal.h"
 #include "util.h"
 
@@ -63,40 +65,56 @@ sleep_on_channel(struct rb_conn *conn, int timeout_ms)
 		rb_log(RB_LOG_DEBUG, "wake_fd: %s", strerror(errno));
 }
 
+/* What the leader polls for (common/cqarm.h callbacks). */
+struct lead_ctx {
+	struct rb_conn *conn;
+	struct rb_slot *s;
+	int             done;   /* s answered, or the connection dead */
+};
+
+static int
+lead_poll(void *opaque)
+{
+	struct lead_ctx *l = opaque;
+
+	return rb_cq_poll_empty(l->conn, l->s, &l->done) > 0 || l->done;
+}
+
+static int
+lead_arm(void *opaque)
+{
+	return rb_conn_arm(((struct lead_ctx *)opaque)->conn);
+}
+
 /* The leader's loop: until s is DONE, the connection is dead (0) or the
- * deadline passes (-ETIMEDOUT).  Called without the lock. */
+ * deadline passes (-ETIMEDOUT).  Called without the lock.  It sleeps only
+ * after the arming rule (poll, arm, poll again: common/cqarm.h). */
 static int
 lead(struct rb_conn *conn, struct rb_slot *s, uint64_t deadline_ns)
 {
-	uint64_t now, ms;
-	int done;
+	struct lead_ctx l = { .conn = conn, .s = s };
+	uint64_t now;
+	int r;
 
 	for (;;) {
-		if (rb_cq_drain(conn, s, &done) > 0 || done) {
-			if (done)
-				return 0;
-			continue;
-		}
-		now = rb_now_ns();
-		if (now >= deadline_ns)
-			return -ETIMEDOUT;
-		if (conn->cfg.busy_poll)
-			continue;
-		if (rb_conn_arm(conn) < 0) {
+		r = conn->cfg.busy_poll ? lead_poll(&l) :
+			rb_cq_poll_arm_poll(lead_poll, lead_arm, &l);
+		if (r == RB_CQ_ARM_FAILED) {
 			pthread_mutex_lock(&conn->lock);
 			rb_conn_mark_dead_locked(conn, "ibv_req_notify_cq failed");
 			pthread_mutex_unlock(&conn->lock);
 			return 0;
 		}
-		/* Armed: anything that arrived before arming is only seen by
-		 * polling again, so no completion is lost. */
-		if (rb_cq_drain(conn, s, &done) > 0 || done) {
-			if (done)
-				return 0;
+		if (l.done)
+			return 0;
+		if (r > 0)
 			continue;
-		}
-		ms = (deadline_ns - now + 999999) / 1000000;
-		sleep_on_channel(conn, ms > LEAD_MAX_SLEEP_MS ? LEAD_MAX_SLEEP_MS : (int)ms);
+		now = rb_now_ns();
+		if (now >= deadline_ns)
+			return -ETIMEDOUT;
+		if (!conn->cfg.busy_poll)
+			sleep_on_channel(conn, rb_deadline_ms(deadline_ns, now,
+							      LEAD_MAX_SLEEP_MS));
 	}
 }
 
@@ -133,13 +151,12 @@ int
 rb_wait_slot(struct rb_conn *conn, struct rb_slot *s, uint64_t deadline_ns)
 {
 	struct rb_slot *next;
-	struct timespec ts = { .tv_sec = (time_t)(deadline_ns / 1000000000u),
-			       .tv_nsec = (long)(deadline_ns % 1000000000u) };
+	struct timespec ts = rb_deadline_timespec(deadline_ns);
 	int me = (int)s->ctx.index, r;
 
 	pthread_mutex_lock(&conn->lock);
 	for (;;) {
-		if (s->state != RB_SLOT_POSTED) {
+		if (!rb_slot_awaiting(s)) {
 			r = 0;
 			break;
 		}
@@ -153,7 +170,7 @@ rb_wait_slot(struct rb_conn *conn, struct rb_slot *s, uint64_t deadline_ns)
 			pthread_mutex_unlock(&conn->lock);
 			r = lead(conn, s, deadline_ns);
 			pthread_mutex_lock(&conn->lock);
-			if (r == -ETIMEDOUT && s->state == RB_SLOT_POSTED && !conn->dead) {
+			if (r == -ETIMEDOUT && rb_slot_awaiting(s) && !conn->dead) {
 				timed_out_locked(conn);
 				r = -EIO;
 				break;
@@ -166,7 +183,7 @@ rb_wait_slot(struct rb_conn *conn, struct rb_slot *s, uint64_t deadline_ns)
 		conn->followers--;
 		s->following = 0;
 		bump(&conn->cfg.stats->follower_wakes);
-		if (r == ETIMEDOUT && s->state == RB_SLOT_POSTED && !conn->dead &&
+		if (r == ETIMEDOUT && rb_slot_awaiting(s) && !conn->dead &&
 		    conn->leader != me) {
 			timed_out_locked(conn);
 			r = -EIO;

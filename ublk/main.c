@@ -57,10 +57,36 @@ ub_info(const char *fmt, ...)
 }
 
 static void
+ub_logp(int prio, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void
+ub_logp(int prio, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	ub_vlog(prio, fmt, ap);
+	va_end(ap);
+}
+
+/* A daemon's log: errors and warnings, and routine events (reconnected,
+ * failed over) at LOG_INFO; the library's debug messages are dropped. */
+static void
 lib_log(enum rb_log_level level, const char *msg)
 {
-	if (level == RB_LOG_ERROR)
-		ub_log("%s", msg);
+	switch (level) {
+	case RB_LOG_ERROR:
+		ub_logp(LOG_ERR, "%s", msg);
+		break;
+	case RB_LOG_WARN:
+		ub_logp(LOG_WARNING, "warning: %s", msg);
+		break;
+	case RB_LOG_INFO:
+		ub_logp(LOG_INFO, "%s", msg);
+		break;
+	default:
+		break;
+	}
 }
 
 static void
