@@ -20,6 +20,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/queue.h>
+#include <time.h>
 
 #define NBDKIT_API_VERSION 2
 #include <nbdkit-plugin.h>
@@ -38,49 +40,53 @@ static struct rb_opts opts;
 struct handle {
 	struct rb_client *client;
 	const struct rb_export_desc *desc;
-	struct handle *prev, *next;     /* on open_handles */
+	LIST_ENTRY(handle) link;        /* on open_handles */
 };
 
 /* Every handle .open returned that .close has not closed.  nbdkit (1.32,
  * server/connections.c: free_connection) skips .close for a connection
  * that ends after it was told to quit (SIGTERM), then calls .cleanup and
  * dlcloses us.  Such a client's housekeeping thread would go on running
- * plugin code that is no longer mapped: .cleanup closes them first. */
+ * plugin code that is no longer mapped: .cleanup closes them first.
+ * Nor does nbdkit wait for a .close that a connection thread is still
+ * running when its main thread goes on to .cleanup, .unload and dlclose:
+ * closing counts those, and .cleanup waits for them (close_done).  Even
+ * then a .close returns through its own last instructions after it said
+ * it was done, so the plugin is linked -z nodelete: dlclose leaves it
+ * mapped until the process exits. */
 static pthread_mutex_t open_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct handle *open_handles;
+static pthread_cond_t close_done = PTHREAD_COND_INITIALIZER;
+static LIST_HEAD(, handle) open_handles = LIST_HEAD_INITIALIZER(open_handles);
+static unsigned closing;
+/* .cleanup waits this long for .close calls still running. */
+#define CLOSE_WAIT_S 30
 
 static void
 handle_link(struct handle *h)
 {
 	pthread_mutex_lock(&open_lock);
-	h->prev = NULL;
-	h->next = open_handles;
-	if (open_handles != NULL)
-		open_handles->prev = h;
-	open_handles = h;
+	LIST_INSERT_HEAD(&open_handles, h, link);
 	pthread_mutex_unlock(&open_lock);
 }
 
-static void
-handle_unlink(struct handle *h)
-{
-	pthread_mutex_lock(&open_lock);
-	if (h->prev != NULL)
-		h->prev->next = h->next;
-	else
-		open_handles = h->next;
-	if (h->next != NULL)
-		h->next->prev = h->prev;
-	pthread_mutex_unlock(&open_lock);
-}
 
+/* nbdkit has errors and debug messages only: a warning is an error that
+ * says so; routine events (reconnected, failed over) are debug messages,
+ * seen with nbdkit -v. */
 static void
 rdmaplug_log(enum rb_log_level level, const char *msg)
 {
-	if (level == RB_LOG_ERROR)
+	switch (level) {
+	case RB_LOG_ERROR:
 		nbdkit_error("%s", msg);
-	else
+		break;
+	case RB_LOG_WARN:
+		nbdkit_error("warning: %s", msg);
+		break;
+	default:
 		nbdkit_debug("%s", msg);
+		break;
+	}
 }
 
 static void
@@ -234,9 +240,35 @@ rdmaplug_close(void *handle)
 {
 	struct handle *h = handle;
 
-	handle_unlink(h);
+	pthread_mutex_lock(&open_lock);
+	LIST_REMOVE(h, link);
+	closing++;
+	pthread_mutex_unlock(&open_lock);
 	rb_client_close(h->client);
 	free(h);
+	pthread_mutex_lock(&open_lock);
+	closing--;
+	pthread_cond_broadcast(&close_done);
+	pthread_mutex_unlock(&open_lock);
+}
+
+/* .cleanup: let the .close calls that connection threads are still
+ * running finish before nbdkit unloads the code they run. */
+static void
+wait_for_closes(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += CLOSE_WAIT_S;
+	pthread_mutex_lock(&open_lock);
+	while (closing > 0 &&
+	       pthread_cond_timedwait(&close_done, &open_lock, &ts) != ETIMEDOUT)
+		;
+	if (closing > 0)
+		nbdkit_error("%u connection(s) still closing after %d s; unloading anyway",
+			     closing, CLOSE_WAIT_S);
+	pthread_mutex_unlock(&open_lock);
 }
 
 /* After the last connection thread has returned, before .unload and
@@ -245,15 +277,18 @@ rdmaplug_close(void *handle)
 static void
 rdmaplug_cleanup(void)
 {
-	struct handle *h, *next;
+	struct handle *h;
 	unsigned n = 0;
 
-	pthread_mutex_lock(&open_lock);
-	h = open_handles;
-	open_handles = NULL;
-	pthread_mutex_unlock(&open_lock);
-	for (; h != NULL; h = next) {
-		next = h->next;
+	wait_for_closes();
+	for (;;) {
+		pthread_mutex_lock(&open_lock);
+		h = LIST_FIRST(&open_handles);
+		if (h != NULL)
+			LIST_REMOVE(h, link);
+		pthread_mutex_unlock(&open_lock);
+		if (h == NULL)
+			break;
 		rb_client_close(h->client);
 		free(h);
 		n++;
