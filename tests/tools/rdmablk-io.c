@@ -37,9 +37,10 @@ static int verbose;
 static void
 log_fn(enum rb_log_level level, const char *msg)
 {
-	if (level == RB_LOG_ERROR || verbose)
-		fprintf(stderr, "rdmablk-io: %s%s\n",
-			level == RB_LOG_DEBUG ? "debug: " : "", msg);
+	if (level == RB_LOG_ERROR)
+		fprintf(stderr, "rdmablk-io: %s\n", msg);
+	else if (level != RB_LOG_DEBUG || verbose)
+		fprintf(stderr, "rdmablk-io: %s: %s\n", rb_log_level_name(level), msg);
 }
 
 static int

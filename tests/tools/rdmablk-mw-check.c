@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "raw-client.h"
 #include "util.h"
 
 #define LEN        4096
@@ -77,32 +78,13 @@ tfail(const char *what)
 	pthread_mutex_unlock(&lock);
 }
 
-/* Poll one completion (busy with short sleeps). */
-static int
-poll_one(struct ibv_cq *cq, struct ibv_wc *wc)
-{
-	uint64_t end = rb_now_ns() + (uint64_t)DEADLINE_S * 1000000000u;
-	struct timespec ts = { 0, 1000000 };
-	int n;
-
-	while (rb_now_ns() < end) {
-		n = ibv_poll_cq(cq, 1, wc);
-		if (n < 0)
-			return -1;
-		if (n == 1)
-			return 0;
-		nanosleep(&ts, NULL);
-	}
-	errno = ETIMEDOUT;
-	return -1;
-}
-
 struct fake {
 	struct rdma_cm_id *id;
 	struct ibv_pd *pd;
 	struct ibv_cq *cq;
 	struct ibv_mr *recv_mr, *send_mr, *data_mr;
-	uint8_t recv[NRECV][RB_RECV_BUF_SIZE];
+	struct raw_stash stash;     /* receives seen while waiting for a send */
+	uint8_t recv[NRECV][RB_MSG_BUF_SIZE];
 	uint8_t send[RB_CTRL_MSG_MAX];
 	uint8_t data[LEN], stale[LEN];
 };
@@ -110,32 +92,25 @@ struct fake {
 static int
 post_recv(struct fake *f, unsigned i)
 {
-	struct ibv_sge sge = { (uintptr_t)f->recv[i], RB_RECV_BUF_SIZE, f->recv_mr->lkey };
-	struct ibv_recv_wr wr = { .wr_id = i, .sg_list = &sge, .num_sge = 1 }, *bad;
-
-	return ibv_post_recv(f->id->qp, &wr, &bad);
+	return raw_post_recv(f->id->qp, i, f->recv[i], RB_MSG_BUF_SIZE, f->recv_mr->lkey);
 }
 
-/* Wait for a receive; send completions in between are checked. */
+/* Wait for a receive. */
 static int
 recv_msg(struct fake *f, uint32_t *len, unsigned *idx)
 {
 	struct ibv_wc wc;
 
-	for (;;) {
-		if (poll_one(f->cq, &wc) < 0)
-			return -1;
-		if (wc.status != IBV_WC_SUCCESS) {
-			fprintf(stderr, "rdmablk-mw-check: fake target: wc %s\n",
-				ibv_wc_status_str(wc.status));
-			return -1;
-		}
-		if (wc.opcode & IBV_WC_RECV) {
-			*len = wc.byte_len;
-			*idx = (unsigned)wc.wr_id;
-			return 0;
-		}
+	if (raw_poll_kind(f->cq, &f->stash, 1, &wc, deadline_after_s(DEADLINE_S)) < 0)
+		return -1;
+	if (wc.status != IBV_WC_SUCCESS) {
+		fprintf(stderr, "rdmablk-mw-check: fake target: wc %s\n",
+			ibv_wc_status_str(wc.status));
+		return -1;
 	}
+	*len = wc.byte_len;
+	*idx = (unsigned)wc.wr_id;
+	return 0;
 }
 
 static int
@@ -145,14 +120,9 @@ post_send(struct fake *f, struct ibv_send_wr *wr)
 	struct ibv_wc wc;
 
 	wr->send_flags |= IBV_SEND_SIGNALED;
-	if (ibv_post_send(f->id->qp, wr, &bad) != 0)
+	if (ibv_post_send(f->id->qp, wr, &bad) != 0 ||
+	    raw_poll_kind(f->cq, &f->stash, 0, &wc, deadline_after_s(DEADLINE_S)) < 0)
 		return -1;
-	for (;;) {
-		if (poll_one(f->cq, &wc) < 0)
-			return -1;
-		if (!(wc.opcode & IBV_WC_RECV))
-			break;
-	}
 	stale_status = wc.status;
 	return 0;
 }
@@ -169,7 +139,7 @@ fake_target(void *arg)
 	struct rdma_cm_event *ev;
 	struct sockaddr_storage ss;
 	socklen_t sslen;
-	struct ibv_qp_init_attr qa;
+	const char *what = "ibv_alloc_pd";
 	struct rdma_conn_param param;
 	uint8_t priv[sizeof(struct rb_conn_priv)];
 	struct rb_hello_info h;
@@ -199,16 +169,8 @@ fake_target(void *arg)
 	f->id = ev->id;
 	rdma_ack_cm_event(ev);
 	f->pd = ibv_alloc_pd(f->id->verbs);
-	f->cq = f->pd ? ibv_create_cq(f->id->verbs, 32, NULL, NULL, 0) : NULL;
-	memset(&qa, 0, sizeof(qa));
-	qa.qp_type = IBV_QPT_RC;
-	qa.send_cq = qa.recv_cq = f->cq;
-	qa.cap.max_send_wr = 8;
-	qa.cap.max_recv_wr = NRECV;
-	qa.cap.max_send_sge = qa.cap.max_recv_sge = 1;
-	qa.cap.max_inline_data = 64;
-	if (f->cq == NULL || rdma_create_qp(f->id, f->pd, &qa) != 0) {
-		tfail("QP");
+	if (f->pd == NULL || raw_qp_create(f->id, f->pd, NULL, 8, NRECV, 64, &f->cq, &what) < 0) {
+		tfail(what);
 		return NULL;
 	}
 	memset(f->data, 0xab, LEN);
@@ -334,8 +296,8 @@ fake_target(void *arg)
 static void
 log_fn(enum rb_log_level level, const char *msg)
 {
-	(void)level;
-	fprintf(stderr, "rdmablk-mw-check: initiator: %s\n", msg);
+	fprintf(stderr, "rdmablk-mw-check: initiator: %s: %s\n",
+		rb_log_level_name(level), msg);
 }
 
 static int

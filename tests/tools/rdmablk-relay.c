@@ -20,7 +20,6 @@
  * Written on librdmacm and libibverbs directly. */
 #include <endian.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -33,6 +32,7 @@
 #include <rdma/rdma_cma.h>
 
 #include "protocol.h"
+#include "raw-client.h"
 #include "util.h"
 
 #define NRECV     4
@@ -46,8 +46,9 @@ struct side {
 	struct ibv_pd *pd;
 	struct ibv_cq *cq;
 	struct ibv_mr *recv_mr, *send_mr, *data_mr;
-	char recv[NRECV][RB_RECV_BUF_SIZE];
-	char send[RB_RECV_BUF_SIZE];
+	struct raw_stash stash;     /* receives seen while waiting for a send */
+	char recv[NRECV][RB_MSG_BUF_SIZE];
+	char send[RB_MSG_BUF_SIZE];
 	char data[READ_LEN];
 	int established, closed;
 };
@@ -129,10 +130,7 @@ wait_event(struct rdma_cm_id *id, enum rdma_cm_event_type type, const char *what
 static void
 side_post_recv(struct side *s, unsigned i)
 {
-	struct ibv_sge sge = { (uintptr_t)s->recv[i], RB_RECV_BUF_SIZE, s->recv_mr->lkey };
-	struct ibv_recv_wr wr = { .wr_id = i, .sg_list = &sge, .num_sge = 1 }, *bad;
-
-	if (ibv_post_recv(s->id->qp, &wr, &bad) != 0)
+	if (raw_post_recv(s->id->qp, i, s->recv[i], RB_MSG_BUF_SIZE, s->recv_mr->lkey) != 0)
 		die("%s: ibv_post_recv", s->name);
 }
 
@@ -140,23 +138,12 @@ side_post_recv(struct side *s, unsigned i)
 static void
 side_setup(struct side *s)
 {
-	struct ibv_qp_init_attr qa;
+	const char *what = "ibv_alloc_pd";
 	unsigned i;
 
 	s->pd = ibv_alloc_pd(s->id->verbs);
-	s->cq = s->pd != NULL ? ibv_create_cq(s->id->verbs, 32, NULL, NULL, 0) : NULL;
-	if (s->cq == NULL)
-		die("%s: ibv_alloc_pd/ibv_create_cq: %s", s->name, strerror(errno));
-	memset(&qa, 0, sizeof(qa));
-	qa.qp_type = IBV_QPT_RC;
-	qa.send_cq = s->cq;
-	qa.recv_cq = s->cq;
-	qa.cap.max_send_wr = 8;
-	qa.cap.max_recv_wr = NRECV;
-	qa.cap.max_send_sge = 1;
-	qa.cap.max_recv_sge = 1;
-	if (rdma_create_qp(s->id, s->pd, &qa) != 0)
-		die("%s: rdma_create_qp: %s", s->name, strerror(errno));
+	if (s->pd == NULL || raw_qp_create(s->id, s->pd, NULL, 8, NRECV, 0, &s->cq, &what) < 0)
+		die("%s: %s: %s", s->name, what, strerror(errno));
 	s->recv_mr = ibv_reg_mr(s->pd, s->recv, sizeof(s->recv), IBV_ACCESS_LOCAL_WRITE);
 	s->send_mr = ibv_reg_mr(s->pd, s->send, sizeof(s->send), 0);
 	s->data_mr = ibv_reg_mr(s->pd, s->data, sizeof(s->data),
@@ -175,27 +162,13 @@ side_send(struct side *s, const void *msg, uint32_t len)
 	struct ibv_sge sge = { (uintptr_t)s->send, len, s->send_mr->lkey };
 	struct ibv_send_wr wr = { .wr_id = 100, .sg_list = &sge, .num_sge = 1,
 				  .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED }, *bad;
-	struct timespec ts = { 0, 1000000 };
 	struct ibv_wc wc;
-	int n;
 
 	memcpy(s->send, msg, len);
-	if (ibv_post_send(s->id->qp, &wr, &bad) != 0)
+	if (ibv_post_send(s->id->qp, &wr, &bad) != 0 ||
+	    raw_poll_kind(s->cq, &s->stash, 0, &wc, deadline) < 0)
 		return -1;
-	while (!timed_out()) {
-		n = ibv_poll_cq(s->cq, 1, &wc);
-		if (n < 0)
-			return -1;
-		if (n == 0) {
-			nanosleep(&ts, NULL);
-			continue;
-		}
-		if (wc.status != IBV_WC_SUCCESS)
-			return -1;
-		if (wc.wr_id == 100)
-			return 0;
-	}
-	return -1;
+	return wc.status == IBV_WC_SUCCESS && wc.wr_id == 100 ? 0 : -1;
 }
 
 /* A message that arrived on s, or 0 when none did yet; a failed completion
@@ -206,7 +179,7 @@ side_poll(struct side *s, char *out)
 	struct ibv_wc wc;
 	uint32_t len;
 
-	if (s->closed || ibv_poll_cq(s->cq, 1, &wc) != 1)
+	if (s->closed || raw_poll_kind(s->cq, &s->stash, 1, &wc, 0) < 0)
 		return 0;
 	if (wc.status != IBV_WC_SUCCESS) {
 		s->closed = 1;
@@ -214,7 +187,7 @@ side_poll(struct side *s, char *out)
 	}
 	if (!(wc.opcode & IBV_WC_RECV))
 		return 0;
-	len = wc.byte_len < RB_RECV_BUF_SIZE ? wc.byte_len : RB_RECV_BUF_SIZE;
+	len = wc.byte_len < RB_MSG_BUF_SIZE ? wc.byte_len : RB_MSG_BUF_SIZE;
 	memcpy(out, s->recv[wc.wr_id], len);
 	side_post_recv(s, (unsigned)wc.wr_id);
 	return len;
@@ -264,7 +237,7 @@ hello_clear_send_inv(char *msg)
 static int
 hijack(struct side *up)
 {
-	char msg[RB_RECV_BUF_SIZE];
+	char msg[RB_MSG_BUF_SIZE];
 	struct rb_req_info r;
 	struct rb_rep_info rep;
 	const char *why = "?";
@@ -298,7 +271,7 @@ hijack(struct side *up)
 static int
 relay(struct side *down, struct side *up)
 {
-	char msg[RB_RECV_BUF_SIZE];
+	char msg[RB_MSG_BUF_SIZE];
 	struct timespec ts = { 0, 1000000 };
 	struct rb_export_info ei;
 	const char *why = "?";
@@ -371,7 +344,7 @@ main(int argc, char **argv)
 	unsigned timeout_s = 60;
 	socklen_t sl;
 	uint64_t v;
-	int c, flags, rc;
+	int c, rc;
 
 	while ((c = getopt(argc, argv, "l:p:H:P:t:")) != -1) {
 		switch (c) {
@@ -397,11 +370,10 @@ main(int argc, char **argv)
 	    rb_sockaddr_parse(taddr, tport, &tss, &sl) < 0)
 		die("-l and -H take numeric addresses");
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	deadline = rb_now_ns() + (uint64_t)timeout_s * 1000000000ull;
+	deadline = deadline_after_s(timeout_s);
 
 	ec = rdma_create_event_channel();
-	if (ec == NULL || (flags = fcntl(ec->fd, F_GETFL)) < 0 ||
-	    fcntl(ec->fd, F_SETFL, flags | O_NONBLOCK) < 0)
+	if (ec == NULL || rb_fd_set_nonblock(ec->fd) < 0)
 		die("rdma_create_event_channel: %s", strerror(errno));
 	if (rdma_create_id(ec, &listen_id, NULL, RDMA_PS_TCP) != 0 ||
 	    rdma_bind_addr(listen_id, (struct sockaddr *)&lss) != 0 ||

@@ -39,6 +39,8 @@ log_fn(enum rb_log_level level, const char *msg)
 {
 	if (level == RB_LOG_ERROR)
 		fprintf(stderr, "rdmablk-session: %s\n", msg);
+	else if (level != RB_LOG_DEBUG)
+		fprintf(stderr, "rdmablk-session: %s: %s\n", rb_log_level_name(level), msg);
 }
 
 /* One command; returns 0 or a negative errno, with *what naming a
