@@ -7,6 +7,9 @@
 #                                prints "ceph-up: cluster ready in Ns"; sets CEPH_CONF CEPH_MON
 #   ceph_cmd ARGS...             `ceph` against it, bounded in time
 #   rbd_cmd ARGS...              `rbd` against it, bounded in time
+#   ceph_pause / ceph_resume     SIGSTOP / SIGCONT the mon and the OSD: the whole cluster away
+#   rbd_lock_stat CONF EXPORT KEY  a member of an RBD export's "lock" in --stats (state...)
+#   rbd_lock_is CONF EXPORT STATE  true when its lock state is STATE (for wait_for)
 #
 # The recipe is the measured one of ../shared/docs/environment.md, with the two lines the TCG
 # guest needs (no erasure-code plugins, no CRUSH update on start). The mon listens on
@@ -71,6 +74,11 @@ osd crush update on start = false
 osd class update on start = false
 # A killed client's watch (and so its exclusive lock) lapses after this many seconds.
 osd client watch timeout = 10
+# A read lease (ratio x osd heartbeat grace = 600 s) longer than any ceph_pause. Resumed past
+# its lease (16 s by default), a lone OSD stays "laggy" for minutes, every op parked in
+# "waiting for readable" (dump_ops_in_flight): Ceph 16.2 does not recheck readability
+# (tracker 53806).
+osd pool default read lease ratio = 30
 EOF
 }
 
@@ -107,6 +115,19 @@ ceph_up() {
     echo "ceph-up: cluster ready in $((SECONDS - t0))s (mon $CEPH_MON, image $pool/$image, $size)"
 }
 
+# ceph_pause: stop the whole cluster (SIGSTOP the mon and the OSD; their sockets stay open, so
+# clients see no error, only silence). Resumed at exit too, so the cleanup's SIGTERM reaches them.
+ceph_pause() {
+    # shellcheck disable=SC2154  # set by _ceph_daemon
+    kill -STOP "$CEPH_PID_mon_a" "$CEPH_PID_osd_0"
+    on_exit kill -CONT "$CEPH_PID_mon_a" "$CEPH_PID_osd_0"
+}
+
+# ceph_resume: SIGCONT the mon and the OSD.
+ceph_resume() {
+    kill -CONT "$CEPH_PID_mon_a" "$CEPH_PID_osd_0"
+}
+
 # ceph_pool_image POOL IMAGE SIZE: a fresh pool (if new) and image with exclusive-lock.
 ceph_pool_image() {
     local pool=$1 image=$2 size=$3
@@ -125,9 +146,21 @@ write_rbd_target_conf() {
     local file=$1 port=$2 l
     shift 2
     {
-        printf '[target]\nlisten = %s\nport = %s\nqueue-depth = 64\nadmin-socket = %s\n' \
-            "$RDMABLK_ADDR" "$port" "$file.sock"
         printf '[export rbd0]\npath = rbd:rbd/img0\nceph-conf = %s\n' "$CEPH_CONF"
         for l in "$@"; do printf '%s\n' "$l"; done
-    } >"$file"
+    } | target_conf "$file" port="$port" queue-depth=64 admin-socket="$file.sock"
+}
+
+# rbd_lock_stat CONF EXPORT KEY: KEY (state, acquired, takeovers, lost) of the exclusive lock of
+# EXPORT in the --stats of the target running with CONF (export_stat).
+rbd_lock_stat() {
+    export_stat "$1" "$2" lock "$3"
+}
+
+# rbd_lock_is CONF EXPORT STATE: true when EXPORT's lock state is STATE (for wait_for).
+rbd_lock_is() {
+    local now
+    now=$(rbd_lock_stat "$1" "$2" state) || return 1
+    echo "export $2: lock $now, expected $3"
+    [ "$now" = "$3" ]
 }

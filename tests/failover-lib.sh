@@ -6,6 +6,8 @@
 # shellcheck shell=bash
 ADDR2=${RDMABLK_ADDR2:-10.55.0.2}
 NETDEV=${RDMABLK_NETDEV:-d0}
+# The block sizes of the fio tests' job through nbdkit (and of a --verify_only replay of it).
+FAILOVER_BSSPLIT=512/10:4k/40:64k/30:256k/10:1m/10
 
 # add_second_address: put $ADDR2 on $NETDEV (removed at exit) and wait until the RDMA device
 # has a GID for it, i.e. RDMA CM can bind and reach it.
@@ -21,21 +23,36 @@ add_second_address() {
 }
 
 # write_shared_conf NAME ADDR [IMG]: a target config on ADDR exporting IMG (default
-# $T/disk0.img) as disk0, 64M, shared, with its own admin socket.
+# $SHARED_PATH, else $T/disk0.img) as disk0, 64M, shared, with its own admin socket;
+# SHARED_EXTRA (lines) goes into the export section (an RBD export's ceph-conf).
 write_shared_conf() {
-    cat >"$T/$1.conf" <<CONF
-[target]
-listen = $2
-port = 10810
-queue-depth = 64
-max-io = 1M
-admin-socket = $T/$1.sock
-stats = yes
+    target_conf "$T/$1.conf" listen="$2" port=10810 queue-depth=64 max-io=1M \
+        admin-socket="$T/$1.sock" stats=yes <<CONF
 [export disk0]
-path = ${3:-$T/disk0.img}
+path = ${3:-${SHARED_PATH:-$T/disk0.img}}
 size = 64M
 shared = yes
+${SHARED_EXTRA:-}
 CONF
+}
+
+# failover_fio_job FIO-ARGS...: the failover tests' fio job: two jobs of 32M of random writes
+# (the export's 64M), a crc32c header in every block. Its offsets and blocks are the same in
+# every run with the same FIO-ARGS, so `--verify_only` on a copy of the export checks that copy
+# against what a run wrote.
+failover_fio_job() {
+    fio --name=failover --rw=randwrite --numjobs=2 --size=32M --offset_increment=32M \
+        --verify=crc32c --verify_fatal=1 --group_reporting "$@"
+}
+
+# start_failover_fio FIO-ARGS...: the failover workload in the background (log $LOGS/fio.log,
+# sets FIO_PID): two jobs of 32M of random writes, each capped at 1 MiB/s so that the kill of
+# target a falls inside the write phase, then a crc32c verify of all of it. FIO-ARGS say where
+# (--ioengine=nbd --uri=..., or libaio on a device), the depth and the block sizes.
+start_failover_fio() {
+    failover_fio_job --do_verify=1 --rate=,1m "$@" >"$LOGS/fio.log" 2>&1 &
+    FIO_PID=$!
+    track_pid "$FIO_PID"
 }
 
 # kill_a_mid_write CMD...: once CMD (it prints the bytes fio wrote so far) says that more than
@@ -56,6 +73,27 @@ _written_above() {
     local n=$1
     shift
     [ "$("$@")" -gt "$n" ]
+}
+
+# nbdkit_read: what nbdkit read from its NBD sockets so far, fio's progress for
+# kill_a_mid_write (the backing's allocation says nothing: the guest's tmpfs allocates in huge
+# pages, and an RBD image has none to see).
+nbdkit_read() {
+    awk '$1 == "rchar:" { print $2 }' "/proc/$NBDKIT_PID/io"
+}
+
+# fio_failed_over RC: fio's exit status RC and its log show the run passed, verify included,
+# nbdkit's log shows both NBD connections failed over from a to b, and b accepted them. Sets
+# FAILOVERS.
+fio_failed_over() {
+    local accepted
+    [ "$1" = 0 ] || fail "fio failed across the failover (status $1)"
+    grep -q 'err= 0' "$LOGS/fio.log" || fail "fio reported errors"
+    FAILOVERS=$(failovers_in "$LOGS/nbdkit.log")
+    [ "$FAILOVERS" -ge 2 ] ||
+        fail "nbdkit log shows $FAILOVERS failovers to b, expected one per NBD connection"
+    accepted=$(target_stat "$T/b.conf" connections accepted) || fail "--stats of b failed"
+    [ "$accepted" -ge 2 ] || fail "target b accepted $accepted connections"
 }
 
 # failovers_in LOG: how many connections LOG says failed over from target a to target b.

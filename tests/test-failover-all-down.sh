@@ -15,7 +15,8 @@ requires_file "$BUILD/nbdkit-rdma-plugin.so"
 add_second_address
 
 start_two_targets
-start_nbdkit hostname="$RDMABLK_ADDR,$ADDR2" export=disk0 timeout=5 keepalive=1
+# -v: a failover is a routine event, an nbdkit debug message.
+start_nbdkit -v hostname="$RDMABLK_ADDR,$ADDR2" export=disk0 timeout=5 keepalive=1
 start_qemu_io "$NBD_URI"
 ok "qemu-io reads through target a"
 

@@ -16,11 +16,9 @@ add_second_address
 start_two_targets
 ublk_add ublk hostname="$RDMABLK_ADDR,$ADDR2" export=disk0 queues=2 timeout=90 keepalive=1
 
-fio --name=w --filename="$DEV" --allow_file_create=0 --ioengine=libaio --direct=1 --rw=randwrite \
-    --bssplit=4k/60:64k/30:1m/10 --iodepth=16 --numjobs=2 --offset_increment=32M --size=32M \
-    --verify=crc32c --verify_fatal=1 --do_verify=1 --rate=,1m --group_reporting >"$LOGS/fio.log" 2>&1 &
-fio_pid=$!
-track_pid "$fio_pid"
+start_failover_fio --filename="$DEV" --allow_file_create=0 --ioengine=libaio --direct=1 \
+    --iodepth=16 --bssplit=4k/60:64k/30:1m/10
+fio_pid=$FIO_PID
 # Progress is the device's own count of sectors written. That both queues were on target a
 # shows at the end: both fail over from it.
 written() { awk '{ print $7 * 512 }' "/sys/block/${DEV#/dev/}/stat"; }

@@ -40,11 +40,7 @@ ok "$nacks durable acknowledgements ($(wc -l <"$T/acked") blocks), then the targ
 # Read Ceph's copy without any target, then let rdmablk-durable check it from a file export.
 step export rbd_cmd export rbd/img0 "$T/after.img" || fail "rbd export failed"
 step export-snap rbd_cmd export rbd/img0@mid "$T/mid.img" || fail "rbd export of the snapshot failed"
-cat >"$T/check.conf" <<CONF
-[target]
-listen = $RDMABLK_ADDR
-port = 10823
-admin-socket = none
+target_conf "$T/check.conf" port=10823 admin-socket=none <<CONF
 [export after]
 path = $T/after.img
 read-only = yes

@@ -4,7 +4,8 @@
 # while A lives; once A is killed -9, B takes the lock over (librbd breaks the dead holder's
 # lock when its watch lapsed, 10 s in the test cluster) and the same write lands. Control: while
 # A is idle (no connection, lock released), a write through B lands at once, so the check that
-# B's data is absent can see it when it is there.
+# B's data is absent can see it when it is there. --stats shows each side's lock state (owner,
+# waiting, none) and counts the takeover.
 # shellcheck source=tests/ceph-lib.sh
 . "$(dirname "$0")/ceph-lib.sh"
 # shellcheck source=tests/plugin-conf.sh
@@ -36,7 +37,10 @@ step b-idle timeout 60 "$IO" -H "$RDMABLK_ADDR" -p 10825 -e rbd0 -t 30 write 104
 in_image 1048576 65536 11 control || fail "control: B's write is not in the image"
 wait_for 60 grep -q 'released the image.s exclusive lock' "$LOGS/b.log" ||
     fail "B did not release the lock when its connection closed"
-ok "control: with A idle, B's write landed and B released the lock"
+rbd_lock_is "$T/b.conf" rbd0 none || fail "B's --stats: $(cat "$T/wait_for.out" 2>/dev/null)"
+[ "$(rbd_lock_stat "$T/b.conf" rbd0 acquired)/$(rbd_lock_stat "$T/b.conf" rbd0 takeovers)" = 1/0 ] ||
+    fail "B's --stats: lock acquired/takeovers not 1/0 after the control"
+ok "control: with A idle, B's write landed and B released the lock (--stats: none, acquired 1)"
 
 # A becomes the writer and holds the lock while its writer runs.
 "$DUR" -H "$RDMABLK_ADDR" -p 10824 -e rbd0 write 64 7 >"$T/acks" 2>"$LOGS/writer.log" &
@@ -44,6 +48,7 @@ writer=$!
 track_pid "$writer"
 wait_for 60 grep -q '^ACK ' "$T/acks" || fail "A acknowledged no write"
 grep -q 'holds the image.s exclusive lock' "$LOGS/a.log" || fail "A does not say it holds the lock"
+rbd_lock_is "$T/a.conf" rbd0 owner || fail "A's --stats does not show it as the lock's owner"
 
 "$IO" -H "$RDMABLK_ADDR" -p 10825 -e rbd0 -t 120 write 2097152 65536 22 >"$LOGS/b-write.log" 2>&1 &
 bwrite=$!
@@ -52,7 +57,8 @@ wait_for 60 grep -q 'rbd_lock_acquire: .*writes wait for the lock' "$LOGS/b.log"
     fail "B did not report that another target holds the lock"
 ! in_image 2097152 65536 22 held || fail "B wrote the image while A held the lock"
 _gone "$bwrite" && fail "B's write finished while A held the lock: $(cat "$LOGS/b-write.log")"
-ok "while A writes, B's write waits for the lock and is not in the image"
+rbd_lock_is "$T/b.conf" rbd0 waiting || fail "B's --stats does not show it waiting for the lock"
+ok "while A writes, B's write waits for the lock (--stats: A owner, B waiting) and is not in the image"
 
 t0=$SECONDS
 kill -KILL "$pid_a"
@@ -62,5 +68,8 @@ wait_exit 90 "$bwrite" || rc=$?
 [ "$rc" = 0 ] || fail "B's write did not succeed after A was killed (exit $rc): $(cat "$LOGS/b-write.log")"
 took=$((SECONDS - t0))
 in_image 2097152 65536 22 taken || fail "B's write reported success but is not in the image"
-grep -q 'holds the image.s exclusive lock' "$LOGS/b.log" || fail "B does not say it took the lock"
-ok "A killed -9: B took the lock over and its write landed ${took}s later"
+grep -q 'holds the image.s exclusive lock, taken over from' "$LOGS/b.log" ||
+    fail "B does not say it took the lock over"
+[ "$(rbd_lock_stat "$T/b.conf" rbd0 takeovers)" = 1 ] || fail "B's --stats counts no lock takeover"
+[ "$(rbd_lock_stat "$T/b.conf" rbd0 acquired)" = 2 ] || fail "B's --stats: lock not acquired twice"
+ok "A killed -9: B took the lock over (--stats: takeovers 1) and its write landed ${took}s later"

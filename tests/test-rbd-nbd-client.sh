@@ -23,20 +23,12 @@ grep -q 'export rbd0: rbd:rbd/img0, 100663296 bytes' "$LOGS/target.log" ||
     fail "the target did not log the RBD export with its size"
 start_nbdkit hostname="$RDMABLK_ADDR" port=10820 export=rbd0
 
-DEV=/dev/nbd0
-MNT=$T/mnt
-mkdir -p "$MNT"
-on_exit nbd-client -d "$DEV"
-on_exit umount "$MNT"
-
-attach() {
-    nbd_attach "$1" "$DEV" 2 $((96 << 20))
-}
-attach 1
+nbd_setup 2 $((96 << 20))
+nbd_attach 1
 nbd_fs_write "$DEV" "$MNT" 3 2
 ok "mkfs, mount, 12M of files, umount, disconnect on rbd:rbd/img0"
 
-attach 2
+nbd_attach 2
 nbd_fs_verify "$DEV" "$MNT"
 ok "reattached: e2fsck clean, all checksums match"
 
