@@ -113,16 +113,31 @@ _kill_wait() {
         sleep 0.1
     done
     if kill -0 "$pid" 2>/dev/null; then
-        echo "$TEST_NAME: pid $pid ignored SIGTERM, sending SIGKILL" >&2
+        echo "$TEST_NAME: pid $pid ($(ps -o args= -p "$pid" 2>/dev/null | cut -c1-60)) ignored SIGTERM, sending SIGKILL" >&2
         kill -KILL "$pid" 2>/dev/null || true
     fi
     wait "$pid" 2>/dev/null || true
+}
+
+# _dump_logs RC: every step's log on stderr, for a failed test.
+_dump_logs() {
+    local f
+    echo "---- $TEST_NAME failed (exit $1); logs of every step follow" >&2
+    for f in "$LOGS"/*; do
+        [ -f "$f" ] || continue
+        echo "---- ${f##*/}" >&2
+        cat "$f" >&2
+    done
+    echo "---- end of logs of $TEST_NAME" >&2
 }
 
 _cleanup() {
     local rc=$? i f
     trap - EXIT
     set +e
+    # Terminated (run-suite's timeout): the logs first, before the grace
+    # period of `timeout -k` runs out during the kills below.
+    [ "$rc" -ne 143 ] || _dump_logs "$rc"
     for ((i = ${#_exit_cmds[@]} - 1; i >= 0; i--)); do
         eval "${_exit_cmds[i]}" >>"$LOGS/cleanup.log" 2>&1
     done
@@ -132,14 +147,8 @@ _cleanup() {
     for f in $(jobs -p); do
         _kill_wait "$f"
     done
-    if [ "$rc" -ne 0 ] && [ "$rc" -ne 77 ]; then
-        echo "---- $TEST_NAME failed (exit $rc); logs of every step follow" >&2
-        for f in "$LOGS"/*; do
-            [ -f "$f" ] || continue
-            echo "---- ${f##*/}" >&2
-            cat "$f" >&2
-        done
-        echo "---- end of logs of $TEST_NAME" >&2
+    if [ "$rc" -ne 0 ] && [ "$rc" -ne 77 ] && [ "$rc" -ne 143 ]; then
+        _dump_logs "$rc"
     fi
     if [ "${KEEP_TMP:-0}" = 1 ]; then
         echo "$TEST_NAME: kept $T" >&2
@@ -290,12 +299,31 @@ start_good_client() {
         fail "the good client never connected"
 }
 
+# stop_verifier PID LOG: a verifying client (rdmablk-io stress, which exits non-zero on its first
+# mismatch or I/O error) must still run: stop it; its LOG must show no mismatch.
+stop_verifier() {
+    _gone "$1" && fail "the verifier stopped (mismatch or I/O error, see ${2##*/})"
+    kill -TERM "$1"
+    wait "$1" 2>/dev/null || true
+    if grep -q 'mismatch' "$2"; then fail "the verifier saw a data mismatch"; fi
+}
+
 # target_stat CONF SECTION KEY: one value of `rdmablk-target --stats` for the target running
 # with CONF (the JSON goes to $LOGS/stats.json); non-zero status when the daemon does not answer.
 target_stat() {
     "$BUILD/rdmablk-target" --stats -c "$1" >"$LOGS/stats.json" || return 1
     python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))[sys.argv[2]][sys.argv[3]])' \
         "$LOGS/stats.json" "$2" "$3"
+}
+
+# export_stat CONF EXPORT KEY [SUBKEY]: one value of EXPORT's object in the exports list of
+# --stats (the configured export, not one a reload removed and whose connections linger).
+export_stat() {
+    "$BUILD/rdmablk-target" --stats -c "$1" >"$LOGS/stats.json" || return 1
+    python3 -c 'import json, sys
+e = [x for x in json.load(open(sys.argv[1]))["exports"] if x["name"] == sys.argv[2] and not x["removed"]]
+v = e[0][sys.argv[3]]
+print(v[sys.argv[4]] if len(sys.argv) > 4 else v)' "$LOGS/stats.json" "${@:2}"
 }
 
 # backing_stat CONF KEY: one value of the backing_io section of --stats.
@@ -333,14 +361,50 @@ resources_are() {
     [ "$now" = "$1" ]
 }
 
+# ---------------------------------------------------------------- configs and clients
+
+# target_conf FILE [KEY=VALUE...] <<EOF ...exports... EOF: write a target config FILE (in one
+# rename, mode 0644): a [target] block listening on $RDMABLK_ADDR, then each KEY = VALUE in
+# order (listen=ADDR replaces the address, listen= leaves it out), then stdin verbatim (the
+# [export] sections; </dev/null for none).
+target_conf() {
+    local conf=$1 kv listen=$RDMABLK_ADDR
+    shift
+    for kv in "$@"; do
+        case $kv in listen=*) listen=${kv#listen=} ;; esac
+    done
+    {
+        printf '[target]\n'
+        [ -z "$listen" ] || printf 'listen = %s\n' "$listen"
+        for kv in "$@"; do
+            case $kv in
+            listen=*) ;;
+            *=*) printf '%s = %s\n' "${kv%%=*}" "${kv#*=}" ;;
+            *) fail "target_conf: '$kv' is not KEY=VALUE" ;;
+            esac
+        done
+        cat
+    } >"$conf.new"
+    chmod 0644 "$conf.new"
+    mv "$conf.new" "$conf"
+}
+
+# rdmablk_io ARGS...: the test client, $BUILD/tests/rdmablk-io, against $RDMABLK_ADDR with a
+# 30 s request timeout and the whole run bounded by IO_TIMEOUT (default 120 s). IO_OPTS (words)
+# and then ARGS follow those defaults, so they override them (-H, -t) or add to them (-e, -S).
+rdmablk_io() {
+    # shellcheck disable=SC2086  # IO_OPTS is a list of words
+    timeout "${IO_TIMEOUT:-120}" "$BUILD/tests/rdmablk-io" -H "$RDMABLK_ADDR" -t 30 ${IO_OPTS:-} "$@"
+}
+
 # ---------------------------------------------------------------- make install and the unit
 
 # mk_install [MAKE-ARGS]: make install PREFIX=/usr/local of what $BUILD holds: -o keeps make
-# from remaking the two products even if a source looks newer (it could not write to the
+# from remaking the products even if a source looks newer (it could not write to the
 # checkout anyway, in the guest).
 mk_install() {
     make -C "$TOP" --no-print-directory BUILD="$BUILD" \
-        -o "$BUILD/rdmablk-target" -o "$BUILD/nbdkit-rdma-plugin.so" \
+        -o "$BUILD/rdmablk-target" -o "$BUILD/rdmablk-rbd.so" -o "$BUILD/nbdkit-rdma-plugin.so" \
         install PREFIX=/usr/local "$@"
 }
 # Where make install puts the unit and its sysusers.d file (the Makefile asks the same).
@@ -390,14 +454,9 @@ unit_user() {
 unit_conf() {
     local conf=$1 e
     shift
-    {
-        printf '[target]\nlisten = %s\nadmin-socket = %s/admin.sock\n' "$RDMABLK_ADDR" "$T"
-        for e in "$@"; do
-            printf '[export %s]\npath = %s\nsize = 64M\n' "${e%%=*}" "${e#*=}"
-        done
-    } >"$conf.new"
-    chmod 0644 "$conf.new"
-    mv "$conf.new" "$conf"
+    for e in "$@"; do
+        printf '[export %s]\npath = %s\nsize = 64M\n' "${e%%=*}" "${e#*=}"
+    done | target_conf "$conf" admin-socket="$T/admin.sock"
 }
 
 # ---------------------------------------------------------------- qemu-io on one NBD connection
@@ -425,12 +484,16 @@ qemu_io_reads_above() {
     [ "$(qemu_io_reads)" -gt "$1" ]
 }
 
-# qemu_io_read_again N: send one more read, give it half a second, then qemu_io_reads_above N
-# (for wait_for: reads work again).
+# qemu_io_read_again N: send one more read and poll up to 2 s for qemu_io_reads_above N (for
+# wait_for: reads work again).
 qemu_io_read_again() {
+    local deadline=$((SECONDS + 2))
     echo "read 0 4096" >&7
-    sleep 0.5
-    qemu_io_reads_above "$1"
+    while [ "$SECONDS" -lt "$deadline" ]; do
+        qemu_io_reads_above "$1" && return 0
+        sleep 0.1
+    done
+    return 1
 }
 
 # stop_qemu_io: quit qemu-io and wait for it.

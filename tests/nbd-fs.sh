@@ -2,11 +2,23 @@
 # reattach, e2fsck. Sourced after lib.sh.
 # shellcheck shell=bash
 
-# nbd_attach N DEV CONNS BYTES: attach DEV to $NBD_SOCK with CONNS connections (step attach-N)
-# and wait until it shows BYTES.
+# nbd_setup CONNS BYTES: the device the test uses, DEV=/dev/nbd0, attached with CONNS
+# connections and showing BYTES, and its mount point MNT=$T/mnt; both undone at exit.
+nbd_setup() {
+    DEV=/dev/nbd0
+    MNT=$T/mnt
+    NBD_CONNS=$1
+    NBD_BYTES=$2
+    mkdir -p "$MNT"
+    on_exit nbd-client -d "$DEV"
+    on_exit umount "$MNT"
+}
+
+# nbd_attach N: attach $DEV to $NBD_SOCK (step attach-N) and wait until it shows its size.
 nbd_attach() {
-    step "attach-$1" nbd-client -unix "$NBD_SOCK" "$2" -b 4096 -C "$3" || fail "nbd-client attach failed"
-    wait_for 60 test "$(blockdev --getsize64 "$2")" = "$4" || fail "$2 has the wrong size"
+    step "attach-$1" nbd-client -unix "$NBD_SOCK" "$DEV" -b 4096 -C "$NBD_CONNS" ||
+        fail "nbd-client attach failed"
+    wait_for 60 test "$(blockdev --getsize64 "$DEV")" = "$NBD_BYTES" || fail "$DEV has the wrong size"
 }
 
 # nbd_fs_write DEV MNT FILES MB: mkfs.ext4 on DEV, mount it on MNT, write FILES files of

@@ -4,12 +4,7 @@
 write_target_conf() {
     local size=${1:-64M}
     truncate -s 8M "$T/ro.img"
-    cat >"$T/target.conf" <<EOF
-[target]
-listen = $RDMABLK_ADDR
-port = 10810
-queue-depth = 64
-max-io = 1M
+    target_conf "$T/target.conf" port=10810 queue-depth=64 max-io=1M <<EOF
 [export disk0]
 path = $T/disk0.img
 size = $size

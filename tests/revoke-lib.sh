@@ -17,13 +17,11 @@ REVOKE_BOUND=60
 # The most a busy client runs; `untouched` stops it (SIGUSR1) once the checks are done.
 BUSY_SECONDS=600
 
-io() { timeout 120 "$BUILD/tests/rdmablk-io" -H "$RDMABLK_ADDR" -t 30 "$@"; }
 
 # put_conf: $conf becomes a [target] section listening on RDMABLK_ADDR, then the export
 # sections read from stdin; written aside and renamed, so a reload never reads half of it.
 put_conf() {
-    { printf '[target]\nlisten = %s\n\n' "$RDMABLK_ADDR" && cat; } >"$conf.new"
-    mv "$conf.new" "$conf"
+    target_conf "$conf"
 }
 
 # export_stat EXPORT KEY: one value of EXPORT's object in --stats (the export in service, not

@@ -47,12 +47,7 @@ dmsetup mknodes "$DM"    # no udev in the guest
 [ -b "/dev/mapper/$DM" ] || fail "/dev/mapper/$DM missing after dmsetup create"
 ok "4M tmpfs, dm device /dev/mapper/$DM (second half dm-error)"
 
-cat >"$T/target.conf" <<EOF
-[target]
-listen = $RDMABLK_ADDR
-max-io = 256K
-buffer-pool = 4M
-
+target_conf "$T/target.conf" max-io=256K buffer-pool=4M <<EOF
 [export good]
 path = $T/good.img
 size = 64M
@@ -66,9 +61,8 @@ path = /dev/mapper/$DM
 EOF
 start_target "$T/target.conf"
 
-io() { timeout 120 "$BUILD/tests/rdmablk-io" -H "$RDMABLK_ADDR" -t 30 "$@"; }
 # io without the data on stdout (dump).
-io_quiet() { io "$@" >/dev/null; }
+io_quiet() { rdmablk_io "$@" >/dev/null; }
 # expect_fail NAME ERRNO CMD...: CMD must fail and name ERRNO.
 expect_fail() {
     local name=$1 err=$2
@@ -88,14 +82,14 @@ errno_text() {
 # The healthy export and the target itself.
 still_serves() {
     _gone "$TARGET_PID" && fail "$1: the target died"
-    step "good-$1" io -e good write 0 1M "$2" || fail "$1: the healthy export failed a write"
-    step "good-$1-read" io -e good read 0 1M "$2" || fail "$1: the healthy export failed a read"
+    step "good-$1" rdmablk_io -e good write 0 1M "$2" || fail "$1: the healthy export failed a write"
+    step "good-$1-read" rdmablk_io -e good read 0 1M "$2" || fail "$1: the healthy export failed a read"
 }
 
 still_serves start 1
 
 # ---- ENOSPC
-expect_fail enospc-write ENOSPC io -e full write 0 8M 2
+expect_fail enospc-write ENOSPC rdmablk_io -e full write 0 8M 2
 ok "writing 8M on a 4M file system: $(tail -n 1 "$LOGS/enospc-write.log")"
 grep -q 'export full: WRITE.*No space left on device' "$LOGS/target.log" ||
     fail "the target did not log the ENOSPC"
@@ -103,12 +97,12 @@ step enospc-read io_quiet -e full dump 0 1M || fail "reading the full export fai
 still_serves enospc 3
 
 # ---- EIO
-step dm-good-write io -e dmerr write 0 1M 4 || fail "writing the healthy half failed"
-step dm-good-read io -e dmerr read 0 1M 4 || fail "reading the healthy half failed"
-expect_fail eio-read EIO io -e dmerr dump 48M 64K
-expect_fail eio-write EIO io -e dmerr write 40M 1M 5
+step dm-good-write rdmablk_io -e dmerr write 0 1M 4 || fail "writing the healthy half failed"
+step dm-good-read rdmablk_io -e dmerr read 0 1M 4 || fail "reading the healthy half failed"
+expect_fail eio-read EIO rdmablk_io -e dmerr dump 48M 64K
+expect_fail eio-write EIO rdmablk_io -e dmerr write 40M 1M 5
 ok "dm-error half: $(tail -n 1 "$LOGS/eio-read.log"); $(tail -n 1 "$LOGS/eio-write.log")"
-step dm-good-read-2 io -e dmerr read 0 1M 4 || fail "the healthy half failed after the errors"
+step dm-good-read-2 rdmablk_io -e dmerr read 0 1M 4 || fail "the healthy half failed after the errors"
 still_serves eio 6
 
 # ---- the same errors through NBD, when the plugin is there
@@ -143,14 +137,14 @@ dmsetup suspend "$DM" && dmsetup load "$DM" --table "0 131072 error" && dmsetup 
     fail "cannot swap the table to dm-error"
 dmsetup mknodes "$DM"
 blockdev --flushbufs "/dev/mapper/$DM"
-expect_fail dead-read EIO io -e dmerr dump 0 64K
+expect_fail dead-read EIO rdmablk_io -e dmerr dump 0 64K
 ok "disk swapped to dm-error live: $(tail -n 1 "$LOGS/dead-read.log")"
 still_serves dead 8
 
 # ---- ENOSPC recovers once space is freed
-step trim io -e full trim 0 64M || fail "TRIM of the full export failed"
-step enospc-recover io -e full write 0 1M 9 || fail "write after freeing space failed"
-step enospc-recover-read io -e full read 0 1M 9 || fail "read after freeing space failed"
+step trim rdmablk_io -e full trim 0 64M || fail "TRIM of the full export failed"
+step enospc-recover rdmablk_io -e full write 0 1M 9 || fail "write after freeing space failed"
+step enospc-recover-read rdmablk_io -e full read 0 1M 9 || fail "read after freeing space failed"
 ok "after a TRIM freed space, the full export takes writes again"
 
 stop_target

@@ -54,13 +54,7 @@ port_state=/sys/class/infiniband/$CUT_RXE/ports/1/state
 wait_for 30 grep -q ACTIVE "$port_state" || fail "$CUT_RXE never became ACTIVE"
 ok "$CUT_RXE on $CUT_DEV ($CUT_ADDR)"
 
-cat >"$T/target.conf" <<EOF
-[target]
-listen = 0.0.0.0
-max-io = 256K
-buffer-pool = 4M
-keepalive = 2
-
+target_conf "$T/target.conf" listen=0.0.0.0 max-io=256K buffer-pool=4M keepalive=2 <<EOF
 [export disk0]
 path = $T/disk0.img
 size = 64M
@@ -71,13 +65,12 @@ size = 64M
 EOF
 start_target "$T/target.conf" -v
 
-io() { timeout 120 "$BUILD/tests/rdmablk-io" -t 30 "$@"; }
 settle() { wait_for "$1" conns_are "$T/target.conf" 0; }
 live() { live_conns "$T/target.conf"; }
 nfds() { find "/proc/$TARGET_PID/fd" -mindepth 1 -maxdepth 1 | wc -l; }
 # serves NAME HOST SEED: a write and a verified read through HOST.
 serves() {
-    step "$1" io -H "$2" -e disk0 write 0 1M "$3" && step "$1-read" io -H "$2" -e disk0 read 0 1M "$3"
+    step "$1" rdmablk_io -H "$2" -e disk0 write 0 1M "$3" && step "$1-read" rdmablk_io -H "$2" -e disk0 read 0 1M "$3"
 }
 
 serves before-cut "$CUT_ADDR" 1 || fail "no service through $CUT_RXE before the cut"
@@ -170,8 +163,9 @@ rping_ok() {
     local srv rc=0
     rping -s -a "$CUT_ADDR" -C 2 >/dev/null 2>&1 &
     srv=$!
-    sleep 1
-    timeout 20 rping -c -a "$CUT_ADDR" -C 2 >"$LOGS/rping-after-cut.log" 2>&1 || rc=$?
+    # The client retries until the server listens (or 20 s passed: the path is dead).
+    wait_for 20 timeout 5 rping -c -a "$CUT_ADDR" -C 2 || rc=$?
+    cp "$T/wait_for.out" "$LOGS/rping-after-cut.log"
     kill "$srv" 2>/dev/null
     wait "$srv" 2>/dev/null
     return "$rc"
@@ -187,7 +181,7 @@ else
         "The target itself still serves (rxe0, above)"
     rxe_broken=1
 fi
-step after-read-cut-data io -H "$RDMABLK_ADDR" -e disk0 read 0 1M 5 ||
+step after-read-cut-data rdmablk_io -H "$RDMABLK_ADDR" -e disk0 read 0 1M 5 ||
     fail "data written after the cut does not read back"
 
 if settle 120 && wait_for 60 sh -c "[ \$(find /proc/$TARGET_PID/fd -mindepth 1 -maxdepth 1 | wc -l) -eq $base ]"; then

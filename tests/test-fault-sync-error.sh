@@ -53,10 +53,7 @@ disk_state() {
         dmsetup resume "$(dm "$1")" || fail "$1: cannot swap the table to $2"
 }
 
-{
-    printf '[target]\nlisten = %s\nmax-io = 256K\nbuffer-pool = 4M\n' "$RDMABLK_ADDR"
-    printf 'admin-socket = %s\n' "$T/admin.sock"
-} >"$T/target.conf"
+target_conf "$T/target.conf" max-io=256K buffer-pool=4M admin-socket="$T/admin.sock" </dev/null
 for m in $MODES; do
     truncate -s 32M "$T/$m.raw"
     LOOP[$m]=$(losetup -f --show "$T/$m.raw") || fail "losetup failed"
@@ -160,12 +157,11 @@ for m in $MODES; do
     wait_for 60 grep -q "export $m: reopening it after its failure" "$LOGS/target.log" ||
         fail "$m: the reload did not reopen it"
 done
-io() { timeout 120 "$BUILD/tests/rdmablk-io" -H "$RDMABLK_ADDR" -t 30 "$@"; }
 for m in $MODES; do
     [ "$(export_field "$m" state)" = ok ] || fail "$m: still failed after the reload"
-    step "$m-reopened-write" io -e "$m" write 0 1M 7 || fail "$m: write after the reload failed"
-    step "$m-reopened-flush" io -e "$m" flush || fail "$m: FLUSH after the reload failed"
-    step "$m-reopened-read" io -e "$m" read 0 1M 7 || fail "$m: read after the reload failed"
+    step "$m-reopened-write" rdmablk_io -e "$m" write 0 1M 7 || fail "$m: write after the reload failed"
+    step "$m-reopened-flush" rdmablk_io -e "$m" flush || fail "$m: FLUSH after the reload failed"
+    step "$m-reopened-read" rdmablk_io -e "$m" read 0 1M 7 || fail "$m: read after the reload failed"
 done
 ok "after SIGHUP both exports take writes and FLUSH again"
 

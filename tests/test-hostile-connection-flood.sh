@@ -16,14 +16,7 @@ CONNS=${RDMABLK_TEST_FLOOD_CONNS:-100}
 [ "${RDMABLK_LONG:-0}" = 1 ] && CONNS=${RDMABLK_TEST_FLOOD_CONNS:-1000}
 FLOODERS=4
 
-cat >"$T/target.conf" <<EOF
-[target]
-listen = $RDMABLK_ADDR
-max-io = 256K
-buffer-pool = 8M
-queue-depth = 32
-handshake-timeout = 5
-
+target_conf "$T/target.conf" max-io=256K buffer-pool=8M queue-depth=32 handshake-timeout=5 <<EOF
 [export good]
 path = $T/good.img
 size = 64M
@@ -34,8 +27,8 @@ size = 64M
 EOF
 start_target "$T/target.conf" -v
 nfds() { find "/proc/$TARGET_PID/fd" -mindepth 1 -maxdepth 1 | wc -l; }
-io() { timeout 120 "$BUILD/tests/rdmablk-io" -H "$RDMABLK_ADDR" -t 60 "$@"; }
-step warmup io -e hostile write 0 1M 1 || fail "first write failed"
+IO_OPTS="-t 60"
+step warmup rdmablk_io -e hostile write 0 1M 1 || fail "first write failed"
 wait_for 60 conns_are "$T/target.conf" 0 || fail "the first connection was not freed"
 base_fds=$(nfds)
 

@@ -27,23 +27,14 @@ SRC_B=10.55.0.3
 NETDEV=${RDMABLK_NETDEV:-d0}
 RXE=${RDMABLK_DEV:-rxe0}
 # What one held handshake may register at most: CONN_HANDSHAKE_RECVS (2) receive buffers of
-# RB_RECV_BUF_SIZE (4160) and the control buffer (4096), with room to spare; a full ring at
+# RB_MSG_BUF_SIZE (4160) and the control buffer (4096), with room to spare; a full ring at
 # queue depth 128 would be 129 x 4160 bytes.
 HELD_MAX_BYTES=16384
 
 printf 'flood test secret: nobody in the flood knows it\n' >"$T/hostile.key"
 chmod 600 "$T/hostile.key"
-cat >"$T/target.conf" <<EOF
-[target]
-listen = $RDMABLK_ADDR
-max-io = 256K
-buffer-pool = 8M
-queue-depth = 128
-handshake-timeout = 300
-max-connections-total = 64
-max-handshakes = $HANDSHAKES
-max-connections-per-address = $PER_ADDR
-
+target_conf "$T/target.conf" max-io=256K buffer-pool=8M queue-depth=128 handshake-timeout=300 \
+    max-connections-total=64 max-handshakes="$HANDSHAKES" max-connections-per-address="$PER_ADDR" <<EOF
 [export good]
 path = $T/good.img
 size = 64M
@@ -54,7 +45,6 @@ size = 16M
 secret-file = $T/hostile.key
 EOF
 start_target "$T/target.conf" -v
-io() { timeout 120 "$BUILD/tests/rdmablk-io" -H "$RDMABLK_ADDR" -t 30 "$@"; }
 mr_bytes() { target_resources | sed -nE 's/.* ([0-9]+) bytes$/\1/p'; }
 refused() { target_stat "$T/target.conf" refused "$1" || fail "--stats failed"; }
 # good_ops: the good export's reads and writes so far (--stats).
@@ -164,9 +154,9 @@ wait_for 120 conns_are "$T/target.conf" 1 ||
 n=$(target_stat "$T/target.conf" connections handshakes) || fail "--stats failed"
 [ "$n" = 0 ] || fail "$n handshakes still counted after the flood"
 # The flood's export, with its secret: an authenticated connection gets the full ring.
-step fresh io -e hostile -S "$T/hostile.key" write 0 1M 7 ||
+step fresh rdmablk_io -e hostile -S "$T/hostile.key" write 0 1M 7 ||
     fail "a new good connection failed after the flood"
-step fresh-read io -e hostile -S "$T/hostile.key" read 0 1M 7 ||
+step fresh-read rdmablk_io -e hostile -S "$T/hostile.key" read 0 1M 7 ||
     fail "a new good connection could not read back"
 _gone "$good" && fail "the good client failed: $(tail -n 2 "$LOGS/good.log")"
 ok "after the flood: every held connection freed, a new good connection writes and reads back"

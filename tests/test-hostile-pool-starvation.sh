@@ -14,13 +14,8 @@ require_rdma
 requires_file "$BUILD/rdmablk-target" "$BUILD/tests/rdmablk-io" "$BUILD/tests/rdmablk-hostile"
 
 ATTACKERS=6
-cat >"$T/target.conf" <<EOF
-[target]
-listen = $RDMABLK_ADDR
 # The defaults, written out: 64 buffers of 1 MiB.
-max-io = 1M
-buffer-pool = 64M
-
+target_conf "$T/target.conf" max-io=1M buffer-pool=64M <<EOF
 [export disk]
 path = $T/disk.img
 size = 256M
@@ -30,8 +25,9 @@ start_target "$T/target.conf"
 attack() {
     local i
     for ((i = 1; i <= ATTACKERS; i++)); do
+        # shellcheck disable=SC2086  # ATTACK_OPTS is a list of words
         "$BUILD/tests/rdmablk-hostile" -H "$RDMABLK_ADDR" -e disk -q 16 -t 30 -S "$i" \
-            starve "$1" >"$LOGS/$2-$i.log" 2>&1 &
+            ${ATTACK_OPTS:-} starve "$1" >"$LOGS/$2-$i.log" 2>&1 &
         track_pid $!
         ATTACK_PIDS+=($!)
     done
@@ -77,10 +73,12 @@ ok "good client: $(tail -n 1 "$LOGS/good.log")"
 # SIGTERM while attackers hold buffers.
 n0=$(grep -c 'connected to export disk' "$LOGS/target.log")
 ATTACK_PIDS=()
-attack 300 term
+# -v: each attacker says when its READs are posted, i.e. when it holds the target's buffers.
+ATTACK_OPTS=-v attack 300 term
 wait_for 120 sh -c "[ \$(grep -c 'connected to export disk' '$LOGS/target.log') -ge $((n0 + ATTACKERS)) ]" ||
     fail "the second wave of attackers never connected"
-sleep 2
+wait_for 60 sh -c "[ \$(grep -l 'READs of .* posted' '$LOGS'/term-*.log | wc -l) -ge $ATTACKERS ]" ||
+    fail "the second wave of attackers never posted their READs"
 t0=$SECONDS
 stop_target 90
 ok "SIGTERM with $ATTACKERS attackers connected: the target exited 0 in $((SECONDS - t0)) s"

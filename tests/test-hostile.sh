@@ -24,17 +24,10 @@ else
 fi
 requires_file "$target_build/rdmablk-target"
 
-cat >"$T/target.conf" <<EOF
-[target]
-listen = $RDMABLK_ADDR
-max-io = 256K
-buffer-pool = 4M
-queue-depth = 32
-# Scenario "silent" waits for this.
-handshake-timeout = 3
-# Below a receive buffer, so that an over-long inline WRITE is refused with EINVAL.
-inline-max = 1K
-
+# handshake-timeout: scenario "silent" waits for this. inline-max: below a receive buffer, so
+# that an over-long inline WRITE is refused with EINVAL.
+target_conf "$T/target.conf" max-io=256K buffer-pool=4M queue-depth=32 handshake-timeout=3 \
+    inline-max=1K <<EOF
 [export good]
 path = $T/good.img
 size = 64M
@@ -46,8 +39,8 @@ EOF
 BUILD=$target_build start_target "$T/target.conf" -v
 ok "target: $target_build/rdmablk-target"
 
-io() { timeout 120 "$BUILD/tests/rdmablk-io" -H "$RDMABLK_ADDR" -t 60 "$@"; }
-step warmup io -e hostile write 0 1M 1 || fail "first write failed"
+IO_OPTS="-t 60"
+step warmup rdmablk_io -e hostile write 0 1M 1 || fail "first write failed"
 wait_for 60 conns_are "$T/target.conf" 0 || fail "the first connection was not freed"
 base=$(target_resources)
 ok "baseline: $base"
@@ -74,14 +67,11 @@ grep -q 'RDMA completion failed: remote access error' "$LOGS/target.log" ||
     fail "the target never saw a remote access error for the bogus-key READs"
 ok "bogus keys: the target's RDMA operations failed with a remote access error"
 
-_gone "$verifier" && fail "the verifier stopped (mismatch or I/O error, see verifier.log)"
-kill -TERM "$verifier"
-wait "$verifier" 2>/dev/null || true
-if grep -q 'mismatch' "$LOGS/verifier.log"; then fail "the verifier saw a data mismatch"; fi
+stop_verifier "$verifier" "$LOGS/verifier.log"
 ok "the concurrent client kept verifying its data throughout"
 
-step after-write io -e hostile write 2097152 262144 7 || fail "write after the attack failed"
-step after-read io -e hostile read 2097152 262144 7 || fail "read after the attack failed"
+step after-write rdmablk_io -e hostile write 2097152 262144 7 || fail "write after the attack failed"
+step after-read rdmablk_io -e hostile read 2097152 262144 7 || fail "read after the attack failed"
 ok "the target still serves"
 
 wait_for 120 conns_are "$T/target.conf" 0 ||

@@ -9,12 +9,7 @@ require_rdma
 IO=$BUILD/tests/rdmablk-io
 requires_file "$IO" "$BUILD/rdmablk-target"
 
-cat >"$T/target.conf" <<EOF
-[target]
-listen = $RDMABLK_ADDR
-port = 10810
-queue-depth = 64
-max-io = 1M
+target_conf "$T/target.conf" port=10810 queue-depth=64 max-io=1M <<EOF
 [export disk0]
 path = $T/disk0.img
 size = 64M
@@ -27,51 +22,51 @@ EOF
 truncate -s 8M "$T/ro.img"
 start_target "$T/target.conf"
 
-io() { "$IO" -H "$RDMABLK_ADDR" -e disk0 -t 60 "$@"; }
+IO_OPTS="-e disk0 -t 60"
 
-step info io info || fail "info failed"
+step info rdmablk_io info || fail "info failed"
 grep -qx 'size=67108864' "$LOGS/info.log" || fail "info: wrong size"
 grep -q '^qd=' "$LOGS/info.log" || fail "info: no qd"
 grep -qx 'description=first disk' "$LOGS/info.log" || fail "info: wrong description"
 ok "info"
 
-step write io -s write 4096 3M 11 || fail "write failed"
-step read io read 4096 3M 11 || fail "read-back failed"
-step read-sub io read 1000000 12345 11 || fail "unaligned sub-range read failed"
-step read-wrong io read 4096 4096 12 && fail "read with the wrong seed verified"
+step write rdmablk_io -s write 4096 3M 11 || fail "write failed"
+step read rdmablk_io read 4096 3M 11 || fail "read-back failed"
+step read-sub rdmablk_io read 1000000 12345 11 || fail "unaligned sub-range read failed"
+step read-wrong rdmablk_io read 4096 4096 12 && fail "read with the wrong seed verified"
 grep -q 'mismatch at offset 4096' "$LOGS/read-wrong.log" || fail "mismatch not reported"
 ok "write/read with verification, unaligned reads"
 
-step small io write 0 512 5 --fua || fail "small FUA write failed"
-step small-read io read 0 512 5 || fail "small read failed"
-step flush io flush || fail "flush failed"
+step small rdmablk_io write 0 512 5 --fua || fail "small FUA write failed"
+step small-read rdmablk_io read 0 512 5 || fail "small read failed"
+step flush rdmablk_io flush || fail "flush failed"
 ok "inline FUA write and flush"
 
-io dump 4096 1M >"$T/dump.bin" 2>"$LOGS/dump.log" || fail "dump failed"
+rdmablk_io dump 4096 1M >"$T/dump.bin" 2>"$LOGS/dump.log" || fail "dump failed"
 "$IO" pattern 4096 1M 11 >"$T/expect.bin"
 cmp "$T/dump.bin" "$T/expect.bin" || fail "dump differs from pattern"
 cmp <(dd if="$T/disk0.img" bs=4096 skip=1 count=256 status=none) "$T/expect.bin" ||
     fail "backing file differs from pattern"
 ok "dump = pattern = backing file"
 
-step zero io zero 8192 8192 || fail "zero failed"
-step trim io trim 65536 65536 || fail "trim failed"
-io dump 8192 8192 | cmp - <(head -c 8192 /dev/zero) || fail "zeroed range not zero"
-io dump 65536 65536 | cmp - <(head -c 65536 /dev/zero) || fail "trimmed range not zero"
+step zero rdmablk_io zero 8192 8192 || fail "zero failed"
+step trim rdmablk_io trim 65536 65536 || fail "trim failed"
+rdmablk_io dump 8192 8192 | cmp - <(head -c 8192 /dev/zero) || fail "zeroed range not zero"
+rdmablk_io dump 65536 65536 | cmp - <(head -c 65536 /dev/zero) || fail "trimmed range not zero"
 ok "zero and trim"
 
 step list "$IO" -H "$RDMABLK_ADDR" list || fail "list failed"
 grep -q '^disk0' "$LOGS/list.log" && grep -q '^ro' "$LOGS/list.log" || fail "list incomplete"
 ok "list"
 
-step stress io -s stress 10 8 256K || fail "stress failed"
+step stress rdmablk_io -s stress 10 8 256K || fail "stress failed"
 grep -q '^ops=' "$LOGS/stress.log" || fail "stress printed no ops"
 ok "stress: $(grep '^ops=' "$LOGS/stress.log")"
 
 step qd1 "$IO" -H "$RDMABLK_ADDR" -e disk0 -q 1 stress 3 4 64K || fail "stress at qd 1 failed"
 ok "stress at queue depth 1: $(grep '^ops=' "$LOGS/qd1.log")"
 
-step busy io -b stress 3 4 64K || fail "stress in busy-poll mode failed"
+step busy rdmablk_io -b stress 3 4 64K || fail "stress in busy-poll mode failed"
 ok "busy-poll stress: $(grep '^ops=' "$LOGS/busy.log")"
 
 step nosuch "$IO" -H "$RDMABLK_ADDR" -e nosuch info && fail "unknown export accepted"

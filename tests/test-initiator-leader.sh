@@ -10,22 +10,17 @@ require_rdma
 IO=$BUILD/tests/rdmablk-io
 requires_file "$IO" "$BUILD/rdmablk-target"
 
-cat >"$T/target.conf" <<EOF
-[target]
-listen = $RDMABLK_ADDR
-port = 10812
-queue-depth = 32
-max-io = 1M
+target_conf "$T/target.conf" port=10812 queue-depth=32 max-io=1M <<EOF
 [export disk0]
 path = $T/disk0.img
 size = 64M
 EOF
 start_target "$T/target.conf"
 
-io() { "$IO" -H "$RDMABLK_ADDR" -p 10812 -e disk0 -t 60 "$@"; }
+IO_OPTS="-p 10812 -e disk0 -t 60"
 stat_of() { sed -n "s/.* $2=\([0-9]*\).*/\1/p" "$LOGS/$1.log"; }
 
-step qd1 io -s stress 4 1 4K || fail "single-thread stress failed"
+step qd1 rdmablk_io -s stress 4 1 4K || fail "single-thread stress failed"
 req=$(stat_of qd1 requests) sleeps=$(stat_of qd1 leader_sleeps)
 wakes=$(stat_of qd1 follower_wakes) handoffs=$(stat_of qd1 handoffs)
 [ "${req:-0}" -gt 20 ] || fail "single-thread stress made only ${req:-no} requests"
@@ -34,13 +29,13 @@ wakes=$(stat_of qd1 follower_wakes) handoffs=$(stat_of qd1 handoffs)
 [ "$sleeps" -le "$req" ] || fail "$sleeps sleeps in poll() for $req requests"
 ok "one thread: $req requests, $sleeps sleeps in poll(), no condvar wake-up, no hand-off"
 
-step many io -s stress 8 8 64K || fail "eight-thread stress failed (or data mismatch)"
+step many rdmablk_io -s stress 8 8 64K || fail "eight-thread stress failed (or data mismatch)"
 handoffs=$(stat_of many handoffs) wakes=$(stat_of many follower_wakes)
 [ "${handoffs:-0}" -gt 0 ] || fail "eight threads, yet the lead never passed on"
 [ "${wakes:-0}" -gt 0 ] || fail "eight threads, yet no follower was woken"
 ok "eight threads: $(grep '^ops=' "$LOGS/many.log"), $handoffs hand-offs, $wakes follower wake-ups, verified"
 
-step busy io -b -s stress 3 2 16K || fail "busy-poll stress failed"
+step busy rdmablk_io -b -s stress 3 2 16K || fail "busy-poll stress failed"
 sleeps=$(stat_of busy leader_sleeps)
 [ "$sleeps" -eq 0 ] || fail "busy-poll leader slept $sleeps times"
 ok "busy-poll: $(grep '^ops=' "$LOGS/busy.log"), the leader spins and never sleeps"

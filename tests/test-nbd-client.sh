@@ -18,23 +18,15 @@ write_target_conf 128M
 start_target "$T/target.conf"
 start_nbdkit hostname="$RDMABLK_ADDR" export=disk0
 
-DEV=/dev/nbd0
-MNT=$T/mnt
-mkdir -p "$MNT"
-on_exit nbd-client -d "$DEV"
-on_exit umount "$MNT"
-
-attach() {
-    nbd_attach "$1" "$DEV" 4 $((128 << 20))
-}
-attach 1
+nbd_setup 4 $((128 << 20))
+nbd_attach 1
 conns=$(grep -c 'rdma: open\|newstyle negotiation' "$LOGS/nbdkit.log" || true)
 ok "attached with -C 4"
 
 nbd_fs_write "$DEV" "$MNT" 5 3
 ok "mkfs, mount, 45M of files, umount, disconnect"
 
-attach 2
+nbd_attach 2
 nbd_fs_verify "$DEV" "$MNT"
 ok "reattached: e2fsck clean, all checksums match"
 

@@ -17,8 +17,7 @@ requires_file "$BUILD/rdmablk-target" "$BUILD/tests/rdmablk-io"
 unit_user
 conf=$T/target.conf
 trace=$T/strace.out
-io() { timeout 120 "$BUILD/tests/rdmablk-io" -H "$RDMABLK_ADDR" -t 30 "$@"; }
-has_export() { io -e "$1" info; }
+has_export() { rdmablk_io -e "$1" info; }
 unit_conf "$conf" "disk0=$T/disk0.img"
 # shellcheck disable=SC2086  # UNIT_SETPRIV is a list of words
 strace -f -qq -o "$trace" $UNIT_SETPRIV "$BUILD/rdmablk-target" -c "$conf" -f -p "$T/target.pid" \
@@ -29,18 +28,18 @@ wait_for_file "$T/target.pid" 120 || fail "the traced target did not start (targ
 TARGET_PID=$(cat "$T/target.pid")
 track_pid "$TARGET_PID"
 
-step stress io -e disk0 -q 8 stress 3 2 || fail "stress failed"
-step write io -e disk0 write 0 1048576 3 || fail "write failed"
-step write-fua io -e disk0 write 1048576 65536 4 --fua || fail "FUA write failed"
-step flush io -e disk0 flush || fail "flush failed"
-step read io -e disk0 read 0 1048576 3 || fail "read-back failed"
-step trim io -e disk0 trim 2097152 1048576 || fail "trim failed"
-step zero io -e disk0 zero 4194304 1048576 || fail "write-zeroes failed"
+step stress rdmablk_io -e disk0 -q 8 stress 3 2 || fail "stress failed"
+step write rdmablk_io -e disk0 write 0 1048576 3 || fail "write failed"
+step write-fua rdmablk_io -e disk0 write 1048576 65536 4 --fua || fail "FUA write failed"
+step flush rdmablk_io -e disk0 flush || fail "flush failed"
+step read rdmablk_io -e disk0 read 0 1048576 3 || fail "read-back failed"
+step trim rdmablk_io -e disk0 trim 2097152 1048576 || fail "trim failed"
+step zero rdmablk_io -e disk0 zero 4194304 1048576 || fail "write-zeroes failed"
 step stats target_stat "$conf" connections accepted || fail "--stats failed"
 unit_conf "$conf" "disk0=$T/disk0.img" "disk1=$T/disk1.img"
 kill -HUP "$TARGET_PID"
 wait_for 60 has_export disk1 || fail "reload did not add disk1"
-step write1 io -e disk1 write 0 65536 5 || fail "write to disk1 failed"
+step write1 rdmablk_io -e disk1 write 0 65536 5 || fail "write to disk1 failed"
 kill -TERM "$TARGET_PID"
 rc=0
 wait_exit 120 "$strace_pid" || rc=$?

@@ -15,8 +15,7 @@ requires_file "$BUILD/rdmablk-target" "$BUILD/tests/rdmablk-io"
 # config stays root's, readable by all, as /etc/rdmablk/rdmablk.conf is.
 unit_user
 conf=$T/target.conf
-io() { timeout 120 "$BUILD/tests/rdmablk-io" -H "$RDMABLK_ADDR" -t 30 "$@"; }
-has_export() { io -e "$1" info; }
+has_export() { rdmablk_io -e "$1" info; }
 unit_conf "$conf" "disk0=$T/disk0.img"
 
 # Pinning 64 MiB needs more than this limit: only CAP_IPC_LOCK lets the target register it.
@@ -48,9 +47,9 @@ ok "target pid $TARGET_PID: uid $uid ($UNIT_USER), CapEff/CapPrm/CapBnd/CapAmb 0
 
 [ "$(stat -c %U "$T/disk0.img")" = "$UNIT_USER" ] || fail "disk0.img was not created by $UNIT_USER"
 # stress writes and verifies all over the first 64 MiB: before the pattern that must last.
-step stress io -e disk0 -q 8 stress 5 2 || fail "stress on disk0 failed"
-step write io -e disk0 write 0 1048576 7 || fail "write to disk0 failed"
-step read io -e disk0 read 0 1048576 7 || fail "read-back of disk0 failed"
+step stress rdmablk_io -e disk0 -q 8 stress 5 2 || fail "stress on disk0 failed"
+step write rdmablk_io -e disk0 write 0 1048576 7 || fail "write to disk0 failed"
+step read rdmablk_io -e disk0 read 0 1048576 7 || fail "read-back of disk0 failed"
 step stats target_stat "$conf" connections accepted || fail "--stats (as root) failed"
 ok "5 s of verified stress, then 1 MiB written and read back over RDMA; --stats answers root"
 
@@ -61,9 +60,9 @@ unit_conf "$conf" "disk0=$T/disk0.img" "disk1=$T/disk1.img"
 kill -HUP "$TARGET_PID"
 wait_for 60 has_export disk1 || fail "reload did not add disk1"
 [ "$(stat -c %U "$T/disk1.img")" = "$UNIT_USER" ] || fail "disk1.img was not created by $UNIT_USER"
-step write1 io -e disk1 write 0 65536 9 || fail "write to disk1 failed"
-step read1 io -e disk1 read 0 65536 9 || fail "read-back of disk1 failed"
-step read0 io -e disk0 read 0 1048576 7 || fail "disk0 lost its data over the reload"
+step write1 rdmablk_io -e disk1 write 0 65536 9 || fail "write to disk1 failed"
+step read1 rdmablk_io -e disk1 read 0 65536 9 || fail "read-back of disk1 failed"
+step read0 rdmablk_io -e disk0 read 0 1048576 7 || fail "disk0 lost its data over the reload"
 ok "SIGHUP: disk1 created and served as $UNIT_USER; disk0 kept its data"
 
 unit_conf "$conf" "disk0=$T/disk0.img" "disk1=$T/disk1.img" "disk2=$T/rootonly/disk2.img"
@@ -71,7 +70,7 @@ kill -HUP "$TARGET_PID"
 wait_for 60 grep -q 'reload: 1 error in' "$LOGS/target.log" || fail "reload of disk2 not refused"
 grep -q "$conf:11: path: $T/rootonly/disk2.img: Permission denied" "$LOGS/target.log" ||
     fail "the refusal does not name FILE:LINE and the reason"
-step read1-kept io -e disk1 read 0 65536 9 || fail "disk1 broken by the refused reload"
+step read1-kept rdmablk_io -e disk1 read 0 65536 9 || fail "disk1 broken by the refused reload"
 ok "SIGHUP: an export $UNIT_USER cannot open is refused, FILE:LINE, the running config kept"
 
 stop_target

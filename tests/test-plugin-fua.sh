@@ -13,11 +13,7 @@ require_rdma
 requires_file "$PLUGIN" "$BUILD/rdmablk-target"
 
 sock=$T/admin.sock
-cat >"$T/target.conf" <<EOF
-[target]
-listen = $RDMABLK_ADDR
-port = 10813
-admin-socket = $sock
+target_conf "$T/target.conf" port=10813 admin-socket="$sock" <<EOF
 [export fua]
 path = $T/fua.img
 size = 16M

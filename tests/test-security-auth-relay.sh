@@ -18,10 +18,7 @@ RELAY_PORT=10899
 head -c 48 /dev/urandom | base64 >"$T/k.key"
 chmod 600 "$T/k.key"
 
-cat >"$T/target.conf" <<CONF
-[target]
-listen = $RDMABLK_ADDR
-
+target_conf "$T/target.conf" <<CONF
 [export sec]
 path = $T/sec.img
 size = 4M
@@ -29,9 +26,9 @@ secret-file = $T/k.key
 CONF
 start_target "$T/target.conf"
 
-io() { timeout 120 "$BUILD/tests/rdmablk-io" -t 30 -e sec -S "$T/k.key" "$@"; }
+IO_OPTS="-e sec -S $T/k.key"
 
-step direct io -H "$RDMABLK_ADDR" write 0 64K 9 || fail "direct connection with the key failed"
+step direct rdmablk_io -H "$RDMABLK_ADDR" write 0 64K 9 || fail "direct connection with the key failed"
 ok "the genuine initiator authenticates directly"
 
 "$BUILD/tests/rdmablk-relay" -l "$RDMABLK_ADDR" -p "$RELAY_PORT" -H "$RDMABLK_ADDR" -t 90 \
@@ -40,7 +37,7 @@ relay=$!
 track_pid "$relay"
 wait_for 60 grep -q '^listening' "$LOGS/relay.log" || fail "the relay did not start listening"
 
-if step via-relay io -H "$RDMABLK_ADDR" -p "$RELAY_PORT" info; then
+if step via-relay rdmablk_io -H "$RDMABLK_ADDR" -p "$RELAY_PORT" info; then
     fail "the initiator authenticated through the relay"
 fi
 grep -q 'target failed to prove it knows the secret' "$LOGS/via-relay.log" ||
@@ -61,7 +58,7 @@ wait_for 30 grep -q 'export sec: authentication failed: no response' "$LOGS/targ
     fail "the target did not log the failed authentication"
 ok "the relay got no AUTH to pass on and no connection; the target logged the failure"
 
-step direct-after io -H "$RDMABLK_ADDR" read 0 64K 9 || fail "direct connection broken afterwards"
+step direct-after rdmablk_io -H "$RDMABLK_ADDR" read 0 64K 9 || fail "direct connection broken afterwards"
 n=$(grep -c 'export sec: initiator authenticated' "$LOGS/target.log" || true)
 [ "$n" = 2 ] || fail "$n authenticated connections, expected 2 (the direct ones)"
 ok "only the two direct connections were ever authenticated"

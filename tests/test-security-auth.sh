@@ -23,10 +23,7 @@ printf 'hunter2\n' >"$T/short.key"
 chmod 600 "$T/empty.key" "$T/short.key"
 ln -s "$T/good.key" "$T/link.key"
 
-cat >"$T/target.conf" <<CONF
-[target]
-listen = $RDMABLK_ADDR
-
+target_conf "$T/target.conf" <<CONF
 [export sec]
 path = $T/sec.img
 size = 8M
@@ -43,7 +40,6 @@ max-connections = 1
 CONF
 start_target "$T/target.conf"
 
-io() { timeout 120 "$BUILD/tests/rdmablk-io" -H "$RDMABLK_ADDR" -t 30 "$@"; }
 # refused NAME REGEX CMD...: CMD must exit non-zero and its output must match REGEX.
 refused() {
     local name=$1 re=$2
@@ -53,31 +49,31 @@ refused() {
 }
 
 # ---- rdmablk-io
-step right-write io -e sec -S "$T/good.key" write 0 1M 11 || fail "right secret: write failed"
-step right-read io -e sec -S "$T/good.key" read 0 1M 11 || fail "right secret: read failed"
+step right-write rdmablk_io -e sec -S "$T/good.key" write 0 1M 11 || fail "right secret: write failed"
+step right-read rdmablk_io -e sec -S "$T/good.key" read 0 1M 11 || fail "right secret: read failed"
 grep -q 'export sec: initiator authenticated' "$LOGS/target.log" ||
     fail "target did not log the authentication"
 ok "right secret: 1 MiB written and read back verified"
 
 # With a different key the initiator finds the target's proof wrong first, and never answers.
-refused wrong 'target failed to prove it knows the secret' io -e sec -S "$T/bad.key" info
+refused wrong 'target failed to prove it knows the secret' rdmablk_io -e sec -S "$T/bad.key" info
 grep -q 'Permission denied (EACCES)' "$LOGS/wrong.log" || fail "wrong secret: not EACCES"
 wait_for 30 grep -q 'export sec: authentication failed: no response' "$LOGS/target.log" ||
     fail "target did not log the failed authentication"
 ok "wrong secret: refused (EACCES), logged on both sides"
 
-refused none 'export requires a secret \(secret-file=\)' io -e sec info
+refused none 'export requires a secret \(secret-file=\)' rdmablk_io -e sec info
 ok "no secret: refused"
 
-refused loose 'permissions 0644 are too open; chmod 600' io -e sec -S "$T/loose.key" info
-refused empty 'secret-file .*: empty' io -e sec -S "$T/empty.key" info
-refused short 'shorter than 32 bytes' io -e sec -S "$T/short.key" info
-refused symlink 'symbolic link' io -e sec -S "$T/link.key" info
+refused loose 'permissions 0644 are too open; chmod 600' rdmablk_io -e sec -S "$T/loose.key" info
+refused empty 'secret-file .*: empty' rdmablk_io -e sec -S "$T/empty.key" info
+refused short 'shorter than 32 bytes' rdmablk_io -e sec -S "$T/short.key" info
+refused symlink 'symbolic link' rdmablk_io -e sec -S "$T/link.key" info
 ok "secret files readable by others, empty, shorter than 32 bytes or symlinks are refused"
 
-refused unauth 'did not authenticate' io -e open -S "$T/good.key" info
+refused unauth 'did not authenticate' rdmablk_io -e open -S "$T/good.key" info
 ok "an initiator with a secret refuses an export that does not authenticate"
-step open-plain io -e open write 0 4096 5 || fail "export without a secret broken"
+step open-plain rdmablk_io -e open write 0 4096 5 || fail "export without a secret broken"
 
 # ---- replay: record a genuine AUTH, replay it on a new connection
 n_wrong=$(grep -c 'export sec: authentication failed: wrong response' "$LOGS/target.log" || true)
@@ -146,10 +142,10 @@ one_pid=$!
 track_pid "$one_pid"
 exec 7>"$T/one.in"
 wait_for 60 grep -qx ready "$LOGS/one-session.log" || fail "holder session did not connect"
-refused busy 'EBUSY' io -e one info
+refused busy 'EBUSY' rdmablk_io -e one info
 exec 7>&-
 wait_exit 60 "$one_pid" || fail "holder session did not exit"
-wait_for 60 io -e one info || fail "export 'one' still refused after the holder closed"
+wait_for 60 rdmablk_io -e one info || fail "export 'one' still refused after the holder closed"
 ok "max-connections = 1: the extra connection gets EBUSY, and succeeds after the first closes"
 
 stop_target

@@ -34,10 +34,7 @@ head -c 48 /dev/urandom | base64 >"$T/h2.key"
 head -c 48 /dev/urandom | base64 >"$T/shared.key"
 chmod 600 "$T/h1.key" "$T/h2.key" "$T/shared.key"
 
-cat >"$T/target.conf" <<CONF
-[target]
-listen = $A1
-
+target_conf "$T/target.conf" listen="$A1" <<CONF
 [export disk]
 path = $T/disk.img
 size = 8M
@@ -49,7 +46,7 @@ CONF
 step check "$BUILD/rdmablk-target" -n -c "$T/target.conf" || fail "rdmablk-target -n refused the config"
 start_target "$T/target.conf"
 
-io() { timeout 120 "$BUILD/tests/rdmablk-io" -H "$A1" -t 30 -e disk "$@"; }
+IO_OPTS="-H $A1 -e disk"
 # refused NAME CMD...: CMD must fail with EACCES, the target having failed to prove the key.
 refused() {
     local name=$1
@@ -60,26 +57,26 @@ refused() {
     grep -q 'Permission denied (EACCES)' "$LOGS/$name.log" || fail "$name: not EACCES"
 }
 
-step h1-write io -B "$A1" -S "$T/h1.key" write 0 1M 21 || fail "host 1 with its key: write failed"
-step h1-read io -B "$A1" -S "$T/h1.key" read 0 1M 21 || fail "host 1 with its key: read failed"
+step h1-write rdmablk_io -B "$A1" -S "$T/h1.key" write 0 1M 21 || fail "host 1 with its key: write failed"
+step h1-read rdmablk_io -B "$A1" -S "$T/h1.key" read 0 1M 21 || fail "host 1 with its key: read failed"
 grep -q "$A1:[0-9]*: export disk: initiator authenticated" "$LOGS/target.log" ||
     fail "target did not log host 1 ($A1) as authenticated"
 ok "host 1 ($A1) with its own key: 1 MiB written and read back verified"
 
-step h2-write io -B "$A2" -S "$T/h2.key" write 1M 1M 22 || fail "host 2 with its key: write failed"
-step h2-read io -B "$A2" -S "$T/h2.key" read 1M 1M 22 || fail "host 2 with its key: read failed"
+step h2-write rdmablk_io -B "$A2" -S "$T/h2.key" write 1M 1M 22 || fail "host 2 with its key: write failed"
+step h2-read rdmablk_io -B "$A2" -S "$T/h2.key" read 1M 1M 22 || fail "host 2 with its key: read failed"
 grep -q "$A2:[0-9]*: export disk: initiator authenticated" "$LOGS/target.log" ||
     fail "target did not log host 2 ($A2) as authenticated: the client did not come from $A2"
 ok "host 2 ($A2) with its own key: 1 MiB written and read back verified"
 
-refused h2-with-h1-key io -B "$A2" -S "$T/h1.key" info
-refused h1-with-h2-key io -B "$A1" -S "$T/h2.key" info
+refused h2-with-h1-key rdmablk_io -B "$A2" -S "$T/h1.key" info
+refused h1-with-h2-key rdmablk_io -B "$A1" -S "$T/h2.key" info
 ok "another host's key is refused (EACCES), in both directions"
-refused h1-with-shared io -B "$A1" -S "$T/shared.key" info
+refused h1-with-shared rdmablk_io -B "$A1" -S "$T/shared.key" info
 ok "the export-wide secret-file is refused for a host that has its own key"
 wait_for 30 test "$(grep -c 'export disk: authentication failed: no response' \
     "$LOGS/target.log")" -ge 3 || fail "target did not log the three failed authentications"
-step h1-again io -B "$A1" -S "$T/h1.key" read 0 1M 21 || fail "host 1 broken afterwards"
+step h1-again rdmablk_io -B "$A1" -S "$T/h1.key" read 0 1M 21 || fail "host 1 broken afterwards"
 
 stop_target
 ok "target exits cleanly"

@@ -12,10 +12,7 @@ requires_file "$BUILD/rdmablk-target" "$BUILD/tests/rdmablk-io"
 head -c 48 /dev/urandom | base64 >"$T/k.key"
 chmod 600 "$T/k.key"
 
-cat >"$T/target.conf" <<CONF
-[target]
-listen = $RDMABLK_ADDR
-
+target_conf "$T/target.conf" <<CONF
 [export open]
 path = $T/open.img
 size = 4M
@@ -43,18 +40,17 @@ listed = no
 CONF
 start_target "$T/target.conf"
 
-io() { timeout 120 "$BUILD/tests/rdmablk-io" -H "$RDMABLK_ADDR" -t 30 "$@"; }
 
-step list io -e open list || fail "LIST failed"
+step list rdmablk_io -e open list || fail "LIST failed"
 names=$(grep -v '^+ ' "$LOGS/list.log" | awk '{ print $1 }' | sort | tr '\n' ' ')
 [ "$names" = "open sec-listed " ] ||
     fail "LIST showed '$names', expected 'open sec-listed ' (see list.log)"
 ok "LIST shows open and sec-listed only: not sec, hostkey (secret-protected) or unlisted"
 
-step sec io -e sec -S "$T/k.key" write 0 64K 3 || fail "hidden export sec: write with the key failed"
-step sec-read io -e sec -S "$T/k.key" read 0 64K 3 || fail "hidden export sec: read failed"
-step hostkey io -e hostkey -S "$T/k.key" write 0 64K 4 || fail "hidden export hostkey failed"
-step unlisted io -e unlisted write 0 64K 5 || fail "hidden export unlisted failed"
+step sec rdmablk_io -e sec -S "$T/k.key" write 0 64K 3 || fail "hidden export sec: write with the key failed"
+step sec-read rdmablk_io -e sec -S "$T/k.key" read 0 64K 3 || fail "hidden export sec: read failed"
+step hostkey rdmablk_io -e hostkey -S "$T/k.key" write 0 64K 4 || fail "hidden export hostkey failed"
+step unlisted rdmablk_io -e unlisted write 0 64K 5 || fail "hidden export unlisted failed"
 ok "hidden exports still serve whoever names them (with the key where one is needed)"
 
 stop_target

@@ -38,12 +38,7 @@ ok "mr=static: the old key still writes into the pool (the documented risk)"
 # one connection, not data: the connection is torn down at once (the windows are deallocated
 # before the QP, so rxe does not wait 50 s for their references), the client reconnects and
 # resends what was never acknowledged, and every byte verifies.
-cat >"$T/target.conf" <<CONF
-[target]
-listen = $RDMABLK_ADDR
-port = 10894
-admin-socket = $T/admin.sock
-
+target_conf "$T/target.conf" port=10894 admin-socket="$T/admin.sock" <<CONF
 [export disk0]
 path = $T/disk0.img
 size = 64M

@@ -8,10 +8,7 @@
 require_rdma
 requires_file "$BUILD/rdmablk-target" "$BUILD/tests/rdmablk-io"
 
-cat >"$T/target.conf" <<EOF
-[target]
-listen = $RDMABLK_ADDR
-
+target_conf "$T/target.conf" <<EOF
 [export open]
 path = $T/open.img
 size = 4M
@@ -24,34 +21,29 @@ allow = 192.0.2.0/24 10.55.0.7
 EOF
 start_target "$T/target.conf"
 
-io() { timeout 120 "$BUILD/tests/rdmablk-io" -H "$RDMABLK_ADDR" -t 30 "$@"; }
 
-step open io -e open write 0 4096 3 || fail "allowed export refused"
+step open rdmablk_io -e open write 0 4096 3 || fail "allowed export refused"
 ok "allowed export serves"
-if step closed io -e closed info; then fail "export with a non-matching allow list accepted us"; fi
+if step closed rdmablk_io -e closed info; then fail "export with a non-matching allow list accepted us"; fi
 grep -q 'EACCES' "$LOGS/closed.log" || fail "refusal was not EACCES"
 ok "non-matching allow list: EACCES at HELLO"
-step list io -e open list || fail "list failed"
+step list rdmablk_io -e open list || fail "list failed"
 grep -q '^open' "$LOGS/list.log" || fail "LIST misses the allowed export"
 if grep -q '^closed' "$LOGS/list.log"; then fail "LIST shows an export we may not use"; fi
 ok "LIST shows only allowed exports"
 
-cat >"$T/target2.conf" <<EOF
-[target]
-listen = $RDMABLK_ADDR
-port = 10811
-
+target_conf "$T/target2.conf" port=10811 <<EOF
 [export closed]
 path = $T/closed.img
 allow = 192.0.2.0/24
 EOF
 TARGET_NAME=target2 start_target "$T/target2.conf"
-if step cm-reject io -p 10811 -e closed info; then fail "target 2 accepted a disallowed peer"; fi
+if step cm-reject rdmablk_io -p 10811 -e closed info; then fail "target 2 accepted a disallowed peer"; fi
 grep -q 'EACCES' "$LOGS/cm-reject.log" || fail "CM refusal was not EACCES"
 grep -q 'connection refused: address not allowed' "$LOGS/target2.log" ||
     fail "target 2 did not log the refusal"
 ok "no export allows us: RDMA CM connection rejected with EACCES"
-step open-again io -e open read 0 4096 3 || fail "allowed export broken afterwards"
+step open-again rdmablk_io -e open read 0 4096 3 || fail "allowed export broken afterwards"
 
 # A clean exit: status 0 (LeakSanitizer and ASan make it non-zero), nothing reported.
 stop_target

@@ -29,12 +29,7 @@ mkdir "$T/fs"
 mount "$loopdev" "$T/fs" || fail "cannot mount ext4 on $loopdev"
 
 sock=$T/admin.sock
-cat >"$T/target.conf" <<CONF
-[target]
-listen = $RDMABLK_ADDR
-admin-socket = $sock
-max-io = 256K
-
+target_conf "$T/target.conf" admin-socket="$sock" max-io=256K <<CONF
 [export disk0]
 path = $T/fs/disk0.img
 size = 32M
@@ -46,7 +41,7 @@ path = $T/tmp.img
 size = 4M
 CONF
 start_target "$T/target.conf"
-io() { timeout 120 "$BUILD/tests/rdmablk-io" -H "$RDMABLK_ADDR" -t 60 -e disk0 "$@"; }
+IO_OPTS="-t 60 -e disk0"
 cached() {
     "$BUILD/rdmablk-target" --stats -c "$T/target.conf" >"$LOGS/stats.json" ||
         fail "--stats failed"
@@ -54,27 +49,27 @@ cached() {
         "$LOGS/stats.json"
 }
 
-step write io write 0 4M 21 || fail "write failed"
+step write rdmablk_io write 0 4M 21 || fail "write failed"
 # Nothing of the file in the page cache: every READ goes to a worker.
 sync
 echo 3 >/proc/sys/vm/drop_caches
-step read-cold io read 0 1M 21 || fail "cold read failed or returned wrong data"
+step read-cold rdmablk_io read 0 1M 21 || fail "cold read failed or returned wrong data"
 n0=$(cached)
 # 1M with max-io 256K is 4 READs; readahead may have pulled in the later ones by the time
 # they run, so only the first is sure to go to a worker.
 [ "$n0" -le 3 ] || fail "$n0 of 4 READs of a dropped page cache counted as cached"
 ok "cold: $n0 of 4 READs found their data cached"
 
-step read-fill io read 0 4M 21 || fail "read failed or returned wrong data"
+step read-fill rdmablk_io read 0 4M 21 || fail "read failed or returned wrong data"
 n1=$(cached)
-step read-warm io read 0 4M 21 || fail "warm read failed or returned wrong data"
+step read-warm rdmablk_io read 0 4M 21 || fail "warm read failed or returned wrong data"
 n2=$(cached)
 [ $((n2 - n1)) -eq 16 ] || fail "warm: $((n2 - n1)) of 16 READs served from the page cache"
 ok "warm: all 16 READs served from the page cache on the event loop, data verified"
 
-step tmp-write io -e tmp write 0 1M 22 || fail "write to the tmpfs export failed"
+step tmp-write rdmablk_io -e tmp write 0 1M 22 || fail "write to the tmpfs export failed"
 for i in 1 2 3; do
-    step tmp-read-$i io -e tmp read 0 1M 22 || fail "read $i from the tmpfs export failed"
+    step tmp-read-$i rdmablk_io -e tmp read 0 1M 22 || fail "read $i from the tmpfs export failed"
 done
 n=$(grep -c 'export tmp: the file does not support RWF_NOWAIT' "$LOGS/target.log" || true)
 [ "$n" -le 1 ] || fail "the tmpfs export tried RWF_NOWAIT again after EOPNOTSUPP ($n times)"

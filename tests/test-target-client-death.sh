@@ -8,23 +8,18 @@
 require_rdma
 requires_file "$BUILD/rdmablk-target" "$BUILD/tests/rdmablk-io"
 
-cat >"$T/target.conf" <<EOF
-[target]
-listen = $RDMABLK_ADDR
-max-io = 256K
-buffer-pool = 1M
-
+target_conf "$T/target.conf" max-io=256K buffer-pool=1M <<EOF
 [export disk0]
 path = $T/disk0.img
 size = 64M
 EOF
 start_target "$T/target.conf" -v
 
-io() { timeout 120 "$BUILD/tests/rdmablk-io" -H "$RDMABLK_ADDR" -e disk0 -t 60 "$@"; }
+IO_OPTS="-e disk0 -t 60"
 nfds() { ls "/proc/$TARGET_PID/fd" | wc -l; }
 connected() { grep -c 'connected to export disk0' "$LOGS/target.log" || true; }
 
-step warmup io write 0 65536 1 || fail "first write failed"
+step warmup rdmablk_io write 0 65536 1 || fail "first write failed"
 wait_for 60 conns_are "$T/target.conf" 0 || fail "first connection not freed"
 base=$(nfds)
 ok "baseline: $base open fds"
@@ -34,7 +29,8 @@ for round in 1 2 3 4 5 6 7 8 9 10; do
     "$BUILD/tests/rdmablk-io" -H "$RDMABLK_ADDR" -e disk0 -t 60 -q 32 stress 120 4 \
         >"$LOGS/stress-$round.log" 2>&1 &
     pid=$!
-    # Kill it while requests are in flight: once connected, after a random short delay.
+    # Kill it while requests are in flight: once connected, after a random short delay (this
+    # sleep is the behaviour under test: it varies the moment of the kill).
     wait_for 60 sh -c "[ \$(grep -c 'connected to export disk0' '$LOGS/target.log') -gt $before ]" ||
         fail "round $round: stress client never connected"
     sleep "0.$((RANDOM % 9 + 1))"
@@ -44,8 +40,8 @@ for round in 1 2 3 4 5 6 7 8 9 10; do
 done
 ok "10 stress clients killed with SIGKILL mid-request; the target lives"
 
-step after io write 1048576 262144 9 || fail "write after the kills failed"
-step after-read io read 1048576 262144 9 || fail "read after the kills failed"
+step after rdmablk_io write 1048576 262144 9 || fail "write after the kills failed"
+step after-read rdmablk_io read 1048576 262144 9 || fail "read after the kills failed"
 ok "the target still serves"
 
 wait_for 120 conns_are "$T/target.conf" 0 ||

@@ -17,6 +17,7 @@ max-io = 1M
 buffer-pool = 16M
 inline-max = 4K
 threads = 2
+io-threads = 2
 log-level = info
 
 [export disk0]
@@ -94,6 +95,22 @@ grep -q "allow: secret-file $T/missing.key: No such file or directory" "$LOGS/ba
 grep -q "missing path" "$LOGS/bad.log" || fail "missing path not reported"
 if grep -q 'configuration OK' "$LOGS/bad.log"; then fail "bad config claims to be OK"; fi
 ok "bad config: every error reported as FILE:LINE, exit 1"
+
+# threads = event loops (1..64), io-threads = workers (1..256); each loop needs a pool buffer.
+printf '[target]\nlisten = 10.55.0.1\nthreads = 65\nio-threads = 0\n' >"$T/loops.conf"
+printf '[target]\nlisten = 10.55.0.1\nmax-io = 1M\nbuffer-pool = 2M\nthreads = 3\n' >"$T/pool.conf"
+for f in loops pool; do
+    rc=0
+    step "$f" "$BUILD/rdmablk-target" -n -c "$T/$f.conf" || rc=$?
+    [ "$rc" = 1 ] || fail "$f config: exit $rc, expected 1"
+done
+grep -q "^$T/loops.conf:3: threads: bad value '65' (1..64 event loops)" "$LOGS/loops.log" ||
+    fail "threads = 65 not reported"
+grep -q "^$T/loops.conf:4: io-threads: bad value '0' (1..256)" "$LOGS/loops.log" ||
+    fail "io-threads = 0 not reported"
+grep -q "buffer-pool (2097152 bytes) holds fewer max-io buffers than threads (3 event loops)" \
+    "$LOGS/pool.log" || fail "a pool with fewer buffers than loops not reported"
+ok "threads and io-threads: out-of-range values and a pool too small for the loops reported"
 
 rc=0
 step nofile "$BUILD/rdmablk-target" -n -c "$T/nonexistent.conf" || rc=$?

@@ -14,12 +14,7 @@ requires_file "$BUILD/rdmablk-target" "$BUILD/tests/rdmablk-io"
 
 img=$T/disk0.img
 sock=$T/admin.sock
-cat >"$T/target.conf" <<CONF
-[target]
-listen = $RDMABLK_ADDR
-admin-socket = $sock
-max-io = 256K
-
+target_conf "$T/target.conf" admin-socket="$sock" max-io=256K <<CONF
 [export disk0]
 path = $img
 size = 16M
@@ -28,25 +23,25 @@ start_target "$T/target.conf"
 grep -q 'backing I/O: io_uring on the event loop' "$LOGS/target.log" ||
     fail "the target did not say it uses io_uring"
 
-io() { timeout 120 "$BUILD/tests/rdmablk-io" -H "$RDMABLK_ADDR" -e disk0 -t 60 "$@"; }
+IO_OPTS="-e disk0 -t 60"
 
 engine=$(backing_stat "$T/target.conf" engine)
 [ "$engine" = io_uring ] || fail "engine is $engine, not io_uring"
 u0=$(backing_stat "$T/target.conf" uring_jobs)
 
-step write-inline io write 0 4096 1 || fail "inline write failed"
-step write-rdma io write 65536 1048576 2 || fail "write failed"
-step write-fua io write 2097152 65536 3 --fua || fail "FUA write failed"
-step flush io flush || fail "flush failed"
-step read-1 io read 0 4096 1 || fail "read back 1 failed"
-step read-2 io read 65536 1048576 2 || fail "read back 2 failed"
-step read-3 io read 2097152 65536 3 || fail "read back 3 failed"
-step trim io trim 8388608 1048576 || fail "trim failed"
+step write-inline rdmablk_io write 0 4096 1 || fail "inline write failed"
+step write-rdma rdmablk_io write 65536 1048576 2 || fail "write failed"
+step write-fua rdmablk_io write 2097152 65536 3 --fua || fail "FUA write failed"
+step flush rdmablk_io flush || fail "flush failed"
+step read-1 rdmablk_io read 0 4096 1 || fail "read back 1 failed"
+step read-2 rdmablk_io read 65536 1048576 2 || fail "read back 2 failed"
+step read-3 rdmablk_io read 2097152 65536 3 || fail "read back 3 failed"
+step trim rdmablk_io trim 8388608 1048576 || fail "trim failed"
 
 "$BUILD/tests/rdmablk-io" pattern 65536 1048576 2 >"$T/want"
 dd if="$img" of="$T/got" bs=65536 skip=1 count=16 status=none
 cmp "$T/want" "$T/got" || fail "the backing file does not hold the data written"
-step stress io -q 16 stress 4 2 || fail "stress failed"
+step stress rdmablk_io -q 16 stress 4 2 || fail "stress failed"
 ok "writes, reads, FUA, FLUSH, trim and a stress run verified"
 
 u1=$(backing_stat "$T/target.conf" uring_jobs)
@@ -57,7 +52,7 @@ n=$((u1 - u0))
 [ "$w1" -eq 0 ] || fail "$w1 backing jobs ran on worker threads"
 ok "$n backing jobs ran on io_uring, none on a worker thread"
 
-step zero io zero 4194304 65536 || fail "zero failed"
+step zero rdmablk_io zero 4194304 65536 || fail "zero failed"
 head -c 65536 /dev/zero >"$T/zeros"
 dd if="$img" of="$T/got" bs=65536 skip=64 count=1 status=none
 cmp "$T/zeros" "$T/got" || fail "WRITE_ZEROES left data behind"

@@ -10,13 +10,8 @@ require_rdma
 requires_file "$BUILD/rdmablk-target" "$BUILD/tests/rdmablk-io"
 
 img=$T/disk0.img
-cat >"$T/target.conf" <<EOF
-[target]
-listen = $RDMABLK_ADDR
-max-io = 256K
-buffer-pool = 512K      # two buffers: back-pressure under any real load
-threads = 2
-
+# buffer-pool: two buffers, back-pressure under any real load
+target_conf "$T/target.conf" max-io=256K buffer-pool=512K io-threads=2 <<EOF
 [export disk0]
 path = $img
 size = 64M
@@ -33,7 +28,7 @@ durability = fua
 EOF
 start_target "$T/target.conf" -v
 
-io() { timeout 120 "$BUILD/tests/rdmablk-io" -H "$RDMABLK_ADDR" -e disk0 -t 60 "$@"; }
+IO_OPTS="-e disk0 -t 60"
 
 # file_has OFF LEN SEED: the backing file holds the pattern at OFF.
 file_has() {
@@ -42,7 +37,7 @@ file_has() {
     cmp "$T/want" "$T/got"
 }
 
-step info io info || fail "info failed"
+step info rdmablk_io info || fail "info failed"
 grep -qx 'size=67108864' "$LOGS/info.log" || fail "wrong size"
 grep -qx 'max_io=262144' "$LOGS/info.log" || fail "wrong max_io"
 grep -q 'multi_conn' "$LOGS/info.log" || fail "export does not advertise multi_conn"
@@ -52,27 +47,27 @@ ok "info: size, max_io, flags"
 for spec in "0 512 1" "4096 4096 2" "8192 8192 3" "65536 262144 4" "1048576 3145728 5" \
             "67104768 4096 6"; do
     set -- $spec
-    step write io write "$1" "$2" "$3" || fail "write $spec failed"
-    step read io read "$1" "$2" "$3" || fail "read back $spec failed"
+    step write rdmablk_io write "$1" "$2" "$3" || fail "write $spec failed"
+    step read rdmablk_io read "$1" "$2" "$3" || fail "read back $spec failed"
     file_has "$1" "$2" "$3" || fail "backing file differs after write $spec"
 done
 ok "writes read back and land in the backing file (inline, RDMA READ, > max-io)"
 
-step fua io write 2097152 131072 7 --fua || fail "FUA write failed"
+step fua rdmablk_io write 2097152 131072 7 --fua || fail "FUA write failed"
 file_has 2097152 131072 7 || fail "FUA write not in the backing file"
-step flush io flush || fail "flush failed"
+step flush rdmablk_io flush || fail "flush failed"
 ok "FUA write and FLUSH"
 
-step zero io zero 1048576 65536 || fail "zero failed"
+step zero rdmablk_io zero 1048576 65536 || fail "zero failed"
 head -c 65536 /dev/zero >"$T/zeros"
 dd if="$img" of="$T/got" bs=65536 skip=16 count=1 status=none
 cmp "$T/zeros" "$T/got" || fail "WRITE_ZEROES left data behind"
-step read-after-zero io read 1114112 65536 5 || fail "zero touched data beyond its range"
-step trim io trim 8388608 1048576 || fail "trim failed"
+step read-after-zero rdmablk_io read 1114112 65536 5 || fail "zero touched data beyond its range"
+step trim rdmablk_io trim 8388608 1048576 || fail "trim failed"
 ok "WRITE_ZEROES and TRIM"
 
 # Past the end and unaligned: refused, connection survives for the next command.
-if step beyond io write 67108864 4096 1; then fail "write beyond the end succeeded"; fi
+if step beyond rdmablk_io write 67108864 4096 1; then fail "write beyond the end succeeded"; fi
 grep -q 'EOVERFLOW\|EINVAL' "$LOGS/beyond.log" || fail "write beyond the end: wrong error"
 ok "write beyond the end refused"
 
@@ -87,7 +82,7 @@ for i in 1 2 3; do
     (
         for j in 1 2 3 4; do
             off=$(((16 + i * 4 + j) * 262144 * 2))
-            io write $off 524288 $((i * 10 + j)) && io read $off 524288 $((i * 10 + j)) || exit 1
+            rdmablk_io write $off 524288 $((i * 10 + j)) && rdmablk_io read $off 524288 $((i * 10 + j)) || exit 1
         done
     ) >"$LOGS/loop$i.log" 2>&1 &
     pids+=($!)

@@ -11,26 +11,23 @@ img=$T/ro.img
 "$BUILD/tests/rdmablk-io" pattern 0 1048576 42 >"$img"
 truncate -s 4M "$img"
 cp "$img" "$T/orig.img"
-cat >"$T/target.conf" <<EOF
-[target]
-listen = $RDMABLK_ADDR
-
+target_conf "$T/target.conf" <<EOF
 [export ro]
 path = $img
 read-only = yes
 EOF
 start_target "$T/target.conf"
 
-io() { timeout 120 "$BUILD/tests/rdmablk-io" -H "$RDMABLK_ADDR" -e ro -t 60 "$@"; }
+IO_OPTS="-e ro -t 60"
 
-step info io info || fail "info failed"
+step info rdmablk_io info || fail "info failed"
 grep -qx 'read_only=1' "$LOGS/info.log" || fail "export not advertised read-only"
-step read io read 0 1048576 42 || fail "read of a read-only export failed"
+step read rdmablk_io read 0 1048576 42 || fail "read of a read-only export failed"
 ok "read-only export: advertised, readable"
 
 for cmd in "write 0 4096 1" "write 0 65536 1" "trim 0 4096" "zero 0 4096" "flush"; do
     name=${cmd%% *}
-    if step "$name" io $cmd; then fail "$cmd succeeded on a read-only export"; fi
+    if step "$name" rdmablk_io $cmd; then fail "$cmd succeeded on a read-only export"; fi
     grep -q 'EPERM' "$LOGS/$name.log" || fail "$cmd: expected EPERM"
 done
 cmp "$img" "$T/orig.img" || fail "the backing file of a read-only export changed"

@@ -32,7 +32,7 @@ write_conf 192.0.2.7
 reload disk0 disk1
 revoked victim disk0 "its address is no longer in the export's allow list" \
     'address not allowed|EACCES'
-if step new io -e disk0 info; then fail "a new connection to disk0 was accepted"; fi
+if step new rdmablk_io -e disk0 info; then fail "a new connection to disk0 was accepted"; fi
 grep -q 'EACCES' "$LOGS/new.log" || fail "the new connection was not refused with EACCES"
 ok "a new connection to disk0 is refused (EACCES)"
 revocations_are address_not_allowed 1

@@ -49,12 +49,12 @@ revoked rotated rot "the export's secret-file changed: it authenticated with the
 revoked added add "the export now has a secret-file: it authenticated with none" \
     'export requires a secret'
 
-if step new-old io -e rot -S "$T/rot-old.key" info; then fail "the old key still opens rot"; fi
+if step new-old rdmablk_io -e rot -S "$T/rot-old.key" info; then fail "the old key still opens rot"; fi
 grep -q 'EACCES' "$LOGS/new-old.log" || fail "the old key was not refused with EACCES"
-if step new-none io -e add info; then fail "add still opens without a key"; fi
+if step new-none rdmablk_io -e add info; then fail "add still opens without a key"; fi
 grep -q 'EACCES' "$LOGS/new-none.log" || fail "no key was not refused with EACCES"
-step new-rot io -e rot -S "$T/rot.key" write 0 4096 7 || fail "the new key does not open rot"
-step new-add io -e add -S "$T/add.key" write 0 4096 8 || fail "the added key does not open add"
+step new-rot rdmablk_io -e rot -S "$T/rot.key" write 0 4096 7 || fail "the new key does not open rot"
+step new-add rdmablk_io -e add -S "$T/add.key" write 0 4096 8 || fail "the added key does not open add"
 ok "new connections: the old key and no key are refused (EACCES), the new keys work"
 revocations_are secret_changed 2
 untouched bystander

@@ -26,7 +26,7 @@ write_conf 96M
 start_target "$conf"
 busy victim disk0
 busy bystander disk1
-step old-size io -e disk0 info || fail "info on disk0 failed"
+step old-size rdmablk_io -e disk0 info || fail "info on disk0 failed"
 grep -qx 'size=100663296' "$LOGS/old-size.log" || fail "disk0 is not 96 MiB"
 ok "busy clients on disk0 (96 MiB) and disk1"
 
@@ -35,7 +35,7 @@ write_conf 64M
 reload disk0 disk1
 revoked victim disk0 "the export shrank to 67108864 bytes: it negotiated 100663296" \
     'changed across a reconnect'
-step new io -e disk0 info || fail "a new connection to disk0 failed"
+step new rdmablk_io -e disk0 info || fail "a new connection to disk0 failed"
 grep -qx 'size=67108864' "$LOGS/new.log" || fail "a new connection does not get the new size"
 [ "$(stat -c %s "$T/disk0.img")" = 67108864 ] || fail "disk0.img is no longer 64 MiB"
 ok "a new connection to disk0 gets the new size, 64 MiB"

@@ -10,32 +10,27 @@ requires_file "$BUILD/rdmablk-target" "$BUILD/tests/rdmablk-io"
 
 conf=$T/target.conf
 write_conf() {
-    {
-        printf '[target]\nlisten = %s\nport = %s\n' "$RDMABLK_ADDR" "${PORT:-10810}"
-        for e in "$@"; do
-            printf '[export %s]\npath = %s/%s.img\nsize = 64M\n' "$e" "$T" "$e"
-        done
-    } >"$conf.new"
-    mv "$conf.new" "$conf"
+    for e in "$@"; do
+        printf '[export %s]\npath = %s/%s.img\nsize = 64M\n' "$e" "$T" "$e"
+    done | target_conf "$conf" port="${PORT:-10810}"
 }
-io() { timeout 120 "$BUILD/tests/rdmablk-io" -H "$RDMABLK_ADDR" -t 30 "$@"; }
-has_export() { io -e "$1" info; }
-lacks_export() { ! io -e "$1" info && grep -q ENOENT "$T/wait_for.out"; }
+has_export() { rdmablk_io -e "$1" info; }
+lacks_export() { ! rdmablk_io -e "$1" info && grep -q ENOENT "$T/wait_for.out"; }
 hups() { grep -c 'SIGHUP: reloading' "$LOGS/target.log" || true; }
 
 write_conf disk0
 start_target "$conf"
-step disk0 io -e disk0 write 0 4096 1 || fail "disk0 does not work"
+step disk0 rdmablk_io -e disk0 write 0 4096 1 || fail "disk0 does not work"
 
 write_conf disk0 disk1
 kill -HUP "$TARGET_PID"
 wait_for 60 has_export disk1 || fail "added export disk1 never appeared"
-step disk1 io -e disk1 write 0 4096 2 || fail "disk1 does not work"
-step disk0-still io -e disk0 read 0 4096 1 || fail "disk0 broken by the reload"
+step disk1 rdmablk_io -e disk1 write 0 4096 2 || fail "disk1 does not work"
+step disk0-still rdmablk_io -e disk0 read 0 4096 1 || fail "disk0 broken by the reload"
 ok "SIGHUP added export disk1; disk0 unaffected"
 
 # A client busy on disk0 when disk0 is removed: disconnected after its in-flight requests.
-io -e disk0 -q 8 stress 60 2 >"$LOGS/stress.log" 2>&1 &
+rdmablk_io -e disk0 -q 8 stress 60 2 >"$LOGS/stress.log" 2>&1 &
 stress=$!
 track_pid "$stress"
 wait_for 60 sh -c "[ \$(grep -c 'connected to export disk0' '$LOGS/target.log') -ge 3 ]" ||
@@ -48,7 +43,7 @@ wait_for 60 lacks_export disk0 || fail "removed export disk0 still served"
 rc=0
 wait_exit 120 "$stress" || rc=$?
 [ "$rc" != 0 ] || fail "stress on a removed export claims success"
-step disk1-still io -e disk1 read 0 4096 2 || fail "disk1 broken by the reload"
+step disk1-still rdmablk_io -e disk1 read 0 4096 2 || fail "disk1 broken by the reload"
 ok "SIGHUP removed disk0 (busy client disconnected); disk1 unaffected"
 
 printf '[target]\nlisten = %s\nbogus = 1\n' "$RDMABLK_ADDR" >"$conf"
@@ -57,13 +52,13 @@ kill -HUP "$TARGET_PID"
 wait_for 60 grep -q 'keeping the running configuration' "$LOGS/target.log" ||
     fail "a bad config was not reported"
 grep -q "$conf:3: unknown key 'bogus'" "$LOGS/target.log" || fail "the error lacks FILE:LINE"
-step disk1-kept io -e disk1 read 0 4096 2 || fail "bad reload broke disk1"
+step disk1-kept rdmablk_io -e disk1 read 0 4096 2 || fail "bad reload broke disk1"
 ok "bad config logged with FILE:LINE, old config kept"
 
 PORT=10999 write_conf disk1
 kill -HUP "$TARGET_PID"
 wait_for 60 grep -q 'need a restart' "$LOGS/target.log" || fail "port change not logged"
-step port-kept io -e disk1 read 0 4096 2 || fail "port change broke the listener"
+step port-kept rdmablk_io -e disk1 read 0 4096 2 || fail "port change broke the listener"
 ok "port change logged as needing a restart"
 
 # A clean exit: status 0 (LeakSanitizer and ASan make it non-zero), nothing reported.

@@ -8,11 +8,7 @@ require_rdma
 requires_file "$BUILD/rdmablk-target" "$BUILD/tests/rdmablk-io"
 
 img=$T/disk0.img
-cat >"$T/target.conf" <<EOF
-[target]
-listen = $RDMABLK_ADDR
-max-io = 256K
-
+target_conf "$T/target.conf" max-io=256K <<EOF
 [export disk0]
 path = $img
 size = 64M

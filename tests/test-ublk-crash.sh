@@ -17,7 +17,10 @@ fio --name=w --filename="$DEV" --allow_file_create=0 --ioengine=libaio --direct=
     --offset=16M --size=48M --time_based --runtime=300 >"$LOGS/fio.log" 2>&1 &
 fio_pid=$!
 track_pid "$fio_pid"
-sleep 3
+# fio is writing when the server dies: its writes reach the device (sectors written, field 7).
+written() { awk '{ print $7 }' "/sys/block/${DEV##*/}/stat"; }
+written_above() { [ "$(written)" -gt "$1" ]; }
+wait_for 60 written_above $(($(written) + 2048)) || fail "fio never wrote to $DEV"
 kill -KILL "$UBLK_PID"
 ok "server killed with fio running"
 rc=0

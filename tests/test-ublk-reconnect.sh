@@ -18,7 +18,8 @@ wait_for 60 sh -c "[ \$(stat -c %b '$T/disk0.img') -gt 4096 ]" || fail "fio neve
 kill -KILL "$TARGET_PID"
 wait "$TARGET_PID" 2>/dev/null || true
 ok "target killed with fio running"
-sleep 3
+# The server has noticed (keepalive = 1) before the target comes back.
+wait_for 60 grep -q 'lost:' "$LOGS/ublk.log" || fail "the server never noticed the dead target"
 mv "$LOGS/target.log" "$LOGS/target-1.log"
 start_target "$T/target.conf"
 ok "target restarted"

@@ -1,0 +1,115 @@
+# Shared by the tests of two event loops (tests/test-target-threads-*.sh): threads = 2, one
+# export per client, placement by the fewest connections (loop 0 on a tie), checked through
+# --stats (loops[], connection_list[].loop). A test sources only this file (it brings
+# revoke-lib.sh and lib.sh).
+# shellcheck shell=bash
+# shellcheck source=tests/revoke-lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/revoke-lib.sh"
+
+# write_conf ALLOW: two event loops; the victims' exports v1 and v2 allow ALLOW, the
+# bystanders' b1 and b2 (and d1, d2 for the SIGTERM part) always allow us. One export per
+# client: two stress clients on one export would overwrite each other's verified data.
+write_conf() {
+    {
+        printf '[target]\nlisten = %s\nthreads = 2\nio-threads = 2\n' "$RDMABLK_ADDR"
+        for e in v1 v2 b1 b2 d1 d2; do
+            printf '\n[export %s]\npath = %s/%s.img\nsize = 32M\n' "$e" "$T" "$e"
+            case $e in v*) printf 'allow = %s\n' "$1" ;; esac
+        done
+    } >"$conf.new"
+    mv "$conf.new" "$conf"
+}
+
+# loops_check WANT-PER-LOOP: --stats lists two loops holding WANT connections each, their sum
+# is connections.current, connection_list names each connection's loop consistently, and the
+# loops' backing jobs sum to backing_io's. Prints "L0 L1" (the loops' backing jobs).
+loops_check() {
+    "$BUILD/rdmablk-target" --stats -c "$conf" >"$LOGS/stats.json" || { echo "--stats failed"; return 1; }
+    python3 - "$LOGS/stats.json" "$1" <<'EOF'
+import collections, json, sys
+s = json.load(open(sys.argv[1]))
+want = int(sys.argv[2])
+loops = s["loops"]
+per = [l["connections"] for l in loops]
+listed = collections.Counter(c["loop"] for c in s["connection_list"])
+jobs = [l["backing_jobs"] for l in loops]
+b = s["backing_io"]
+errs = []
+if len(loops) != 2:
+    errs.append("%d loops, want 2" % len(loops))
+if per != [want] * len(loops):
+    errs.append("connections per loop %s, want %d each" % (per, want))
+if sum(per) != s["connections"]["current"]:
+    errs.append("loops hold %d connections, connections.current is %d"
+                % (sum(per), s["connections"]["current"]))
+if [listed.get(i, 0) for i in range(len(loops))] != per:
+    errs.append("connection_list puts %s on the loops, loops[] says %s" % (dict(listed), per))
+if sum(jobs) != b["uring_jobs"] + b["worker_jobs"]:
+    errs.append("loops' backing jobs %s do not sum to backing_io's %d + %d"
+                % (jobs, b["uring_jobs"], b["worker_jobs"]))
+if errs:
+    print("; ".join(errs))
+    sys.exit(1)
+print(" ".join(str(j) for j in jobs))
+EOF
+}
+
+# both_loops_busy WANT-PER-LOOP: loops_check, and each loop has run backing jobs since BASE
+# ("L0 L1" from an earlier loops_check).
+both_loops_busy() {
+    local now
+    now=$(loops_check "$1") || { echo "$now"; return 1; }
+    # shellcheck disable=SC2086  # two numbers each
+    set -- $now $BASE
+    echo "loop backing jobs now $1 $2, before $3 $4"
+    [ "$1" -gt "$3" ] && [ "$2" -gt "$4" ]
+}
+
+# settle WANT-PER-LOOP: wait until the loops hold WANT connections each (clients that just
+# left may still have a connection closing); BASE becomes their backing jobs.
+settle() {
+    wait_for 60 loops_check "$1" >/dev/null || fail "the loops do not settle at $1 connection(s) each"
+    BASE=$(loops_check "$1") || fail "--stats: $BASE"
+}
+
+# client NAME EXPORT N: busy client NAME on EXPORT, once it is the target's Nth connection
+# (one at a time, so that placement is known: the loop with the fewest, loop 0 on a tie).
+client() {
+    busy "$1" "$2"
+    wait_for 60 conns_are "$conf" "$3" || fail "$1: not the target's connection $3"
+}
+
+# progress WHAT: where the test is, with its time (a timeout shows the phase it hung in)
+progress() { echo "[${SECONDS}s] $*"; }
+
+# start_two_loops ALLOW: write_conf ALLOW, start the target, check it runs two loops; BASE
+# becomes "0 0".
+start_two_loops() {
+    write_conf "$1"
+    start_target "$conf"
+    grep -q '2 event loops (threads = 2)' "$LOGS/target.log" || fail "the target did not start 2 loops"
+    BASE="0 0"
+}
+
+# four_clients: the target with two loops, and busy clients v1, v2, b1, b2 (one export each),
+# two on each loop: the victims v1 and v2 on both loops, and so the bystanders b1 and b2; both
+# loops' io_urings serve them.
+four_clients() {
+    start_two_loops "$RDMABLK_ADDR 192.0.2.7"
+    # Placement goes by the fewest connections: v1 and b1 on one loop, v2 and b2 on the other.
+    client v1 v1 1
+    client v2 v2 2
+    client b1 b1 3
+    client b2 b2 4
+    wait_for 60 both_loops_busy 2 || fail "the four connections are not two on each loop, serving I/O"
+    python3 - "$LOGS/stats.json" <<'PY' || fail "the victims or the bystanders are not on both loops"
+import json, sys
+s = json.load(open(sys.argv[1]))
+loop = {c["export"]: c["loop"] for c in s["connection_list"]}
+for pair in (("v1", "v2"), ("b1", "b2")):
+    on = sorted(loop.get(e) for e in pair)
+    if on != [0, 1]:
+        print("exports %s: connections on loops %s, want [0, 1]" % (pair, on))
+        sys.exit(1)
+PY
+}
