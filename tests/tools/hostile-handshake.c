@@ -302,93 +302,76 @@ sc_garbage_hello(void)
 				     RB_EINVAL);
 }
 
+/* The HELLOs that are well formed but for one flaw, by scenario name: each
+ * must be refused with status, or with alt where the target may say either. */
+enum flaw {
+	FLAW_TRUNCATED, FLAW_VERSION, FLAW_RESERVED, FLAW_FLAGS, FLAW_ZERO_DEPTH,
+	FLAW_NAME_NO_NUL, FLAW_TINY_MAX_IO, FLAW_NAME_CONTROL,
+};
+static const struct hello_flaw {
+	const char *name, *did;
+	enum flaw flaw;
+	uint16_t status, alt;
+} hello_flaws[] = {
+	{ "truncated-hello", "a truncated HELLO", FLAW_TRUNCATED, RB_EPROTO, 0 },
+	{ "hello-bad-version", "a HELLO with version 2", FLAW_VERSION, RB_EPROTO, 0 },
+	{ "hello-reserved", "a HELLO with a non-zero reserved field", FLAW_RESERVED,
+	  RB_EPROTO, 0 },
+	{ "hello-bad-flags", "a HELLO with unknown flags", FLAW_FLAGS, RB_EPROTO, RB_EINVAL },
+	{ "hello-zero-depth", "a HELLO asking for depth 0", FLAW_ZERO_DEPTH, RB_EPROTO,
+	  RB_EINVAL },
+	{ "hello-unterminated-name", "a HELLO whose export name has no NUL", FLAW_NAME_NO_NUL,
+	  RB_EPROTO, RB_EINVAL },
+	{ "hello-tiny-max-io", "a HELLO with max_io 100", FLAW_TINY_MAX_IO, RB_EPROTO,
+	  RB_EINVAL },
+	{ "hello-control-name", "a HELLO whose export name has control characters",
+	  FLAW_NAME_CONTROL, RB_EPROTO, RB_EINVAL },
+};
+
+/* The running scenario (raw.cur) names its flaw in hello_flaws. */
 static int
-sc_truncated_hello(void)
+sc_hello_flawed(void)
 {
 	char msg[sizeof(struct rb_hello)];
 	struct rb_hello *m = (struct rb_hello *)msg;
+	const struct hello_flaw *f = NULL;
+	size_t i, len = sizeof(msg);
 
+	for (i = 0; i < sizeof(hello_flaws) / sizeof(hello_flaws[0]); i++)
+		if (strcmp(hello_flaws[i].name, raw.cur) == 0)
+			f = &hello_flaws[i];
+	if (f == NULL)
+		return verdict(0, "no HELLO flaw is named %s", raw.cur);
 	hello_msg(msg, opt.export_name, 4, H_MAX_IO);
-	m->hdr.length = htole16(sizeof(msg) / 2);
-	return hello_variant_refused("a truncated HELLO", msg, sizeof(msg) / 2, RB_EPROTO, 0);
-}
-
-static int
-sc_hello_bad_version(void)
-{
-	char msg[sizeof(struct rb_hello)];
-	struct rb_hello *m = (struct rb_hello *)msg;
-
-	hello_msg(msg, opt.export_name, 4, H_MAX_IO);
-	m->version = htole16(RB_PROTO_VERSION + 1);
-	return hello_variant_refused("a HELLO with version 2", msg, sizeof(msg), RB_EPROTO, 0);
-}
-
-static int
-sc_hello_reserved(void)
-{
-	char msg[sizeof(struct rb_hello)];
-	struct rb_hello *m = (struct rb_hello *)msg;
-
-	hello_msg(msg, opt.export_name, 4, H_MAX_IO);
-	m->reserved1 = htole32(1);
-	return hello_variant_refused("a HELLO with a non-zero reserved field", msg, sizeof(msg),
-				     RB_EPROTO, 0);
-}
-
-static int
-sc_hello_bad_flags(void)
-{
-	char msg[sizeof(struct rb_hello)];
-	struct rb_hello *m = (struct rb_hello *)msg;
-
-	hello_msg(msg, opt.export_name, 4, H_MAX_IO);
-	m->flags = htole16(0x8000);
-	return hello_variant_refused("a HELLO with unknown flags", msg, sizeof(msg), RB_EPROTO,
-				     RB_EINVAL);
-}
-
-static int
-sc_hello_zero_depth(void)
-{
-	char msg[sizeof(struct rb_hello)];
-
-	hello_msg(msg, opt.export_name, 0, H_MAX_IO);
-	return hello_variant_refused("a HELLO asking for depth 0", msg, sizeof(msg), RB_EPROTO,
-				     RB_EINVAL);
-}
-
-static int
-sc_hello_unterminated(void)
-{
-	char msg[sizeof(struct rb_hello)];
-	struct rb_hello *m = (struct rb_hello *)msg;
-
-	hello_msg(msg, opt.export_name, 4, H_MAX_IO);
-	memset(m->export_name, 'x', sizeof(m->export_name));
-	return hello_variant_refused("a HELLO whose export name has no NUL", msg, sizeof(msg),
-				     RB_EPROTO, RB_EINVAL);
-}
-
-static int
-sc_hello_control_name(void)
-{
-	char msg[sizeof(struct rb_hello)];
-
-	/* An escape sequence must never reach the target's log. */
-	hello_msg(msg, "x\x1b[2J\ny", 4, H_MAX_IO);
-	return hello_variant_refused("a HELLO whose export name has control characters", msg,
-				     sizeof(msg), RB_EPROTO, RB_EINVAL);
-}
-
-static int
-sc_hello_tiny_max_io(void)
-{
-	char msg[sizeof(struct rb_hello)];
-
-	hello_msg(msg, opt.export_name, 4, 100);
-	return hello_variant_refused("a HELLO with max_io 100", msg, sizeof(msg), RB_EPROTO,
-				     RB_EINVAL);
+	switch (f->flaw) {
+	case FLAW_TRUNCATED:
+		len = sizeof(msg) / 2;
+		m->hdr.length = htole16(len);
+		break;
+	case FLAW_VERSION:
+		m->version = htole16(RB_PROTO_VERSION + 1);
+		break;
+	case FLAW_RESERVED:
+		m->reserved1 = htole32(1);
+		break;
+	case FLAW_FLAGS:
+		m->flags = htole16(0x8000);
+		break;
+	case FLAW_ZERO_DEPTH:
+		hello_msg(msg, opt.export_name, 0, H_MAX_IO);
+		break;
+	case FLAW_NAME_NO_NUL:
+		memset(m->export_name, 'x', sizeof(m->export_name));
+		break;
+	case FLAW_TINY_MAX_IO:
+		hello_msg(msg, opt.export_name, 4, 100);
+		break;
+	case FLAW_NAME_CONTROL:
+		/* An escape sequence must never reach the target's log. */
+		hello_msg(msg, "x\x1b[2J\ny", 4, H_MAX_IO);
+		break;
+	}
+	return hello_variant_refused(f->did, msg, len, f->status, f->alt);
 }
 
 static int
@@ -490,14 +473,14 @@ const struct scenario handshake_scenarios[] = {
 	{ "silent", sc_silent },
 	/* garbage HELLOs */
 	{ "garbage-hello", sc_garbage_hello },
-	{ "truncated-hello", sc_truncated_hello },
-	{ "hello-bad-version", sc_hello_bad_version },
-	{ "hello-reserved", sc_hello_reserved },
-	{ "hello-bad-flags", sc_hello_bad_flags },
-	{ "hello-zero-depth", sc_hello_zero_depth },
-	{ "hello-unterminated-name", sc_hello_unterminated },
-	{ "hello-tiny-max-io", sc_hello_tiny_max_io },
-	{ "hello-control-name", sc_hello_control_name },
+	{ "truncated-hello", sc_hello_flawed },
+	{ "hello-bad-version", sc_hello_flawed },
+	{ "hello-reserved", sc_hello_flawed },
+	{ "hello-bad-flags", sc_hello_flawed },
+	{ "hello-zero-depth", sc_hello_flawed },
+	{ "hello-unterminated-name", sc_hello_flawed },
+	{ "hello-tiny-max-io", sc_hello_flawed },
+	{ "hello-control-name", sc_hello_flawed },
 	{ "hello-unknown-export", sc_hello_unknown_export },
 	{ "requests-after-refusal", sc_requests_after_refusal },
 	/* sequence violations */
