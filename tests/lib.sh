@@ -397,6 +397,24 @@ rdmablk_io() {
     timeout "${IO_TIMEOUT:-120}" "$BUILD/tests/rdmablk-io" -H "$RDMABLK_ADDR" -t 30 ${IO_OPTS:-} "$@"
 }
 
+# io_every_op IMG: through rdmablk_io, an inline, an RDMA and a FUA write, FLUSH, each read
+# back and verified, a TRIM and a stress run; then IMG (the export's backing file) must hold
+# the RDMA write's data.
+io_every_op() {
+    step write-inline rdmablk_io write 0 4096 1 || fail "inline write failed"
+    step write-rdma rdmablk_io write 65536 1048576 2 || fail "write failed"
+    step write-fua rdmablk_io write 2097152 65536 3 --fua || fail "FUA write failed"
+    step flush rdmablk_io flush || fail "flush failed"
+    step read-1 rdmablk_io read 0 4096 1 || fail "read back 1 failed"
+    step read-2 rdmablk_io read 65536 1048576 2 || fail "read back 2 failed"
+    step read-3 rdmablk_io read 2097152 65536 3 || fail "read back 3 failed"
+    step trim rdmablk_io trim 8388608 1048576 || fail "trim failed"
+    "$BUILD/tests/rdmablk-io" pattern 65536 1048576 2 >"$T/want"
+    dd if="$1" of="$T/got" bs=65536 skip=1 count=16 status=none
+    cmp "$T/want" "$T/got" || fail "the backing file does not hold the data written"
+    step stress rdmablk_io -q 16 stress 4 2 || fail "stress failed"
+}
+
 # ---------------------------------------------------------------- make install and the unit
 
 # mk_install [MAKE-ARGS]: make install PREFIX=/usr/local of what $BUILD holds: -o keeps make

@@ -29,19 +29,7 @@ engine=$(backing_stat "$T/target.conf" engine)
 [ "$engine" = io_uring ] || fail "engine is $engine, not io_uring"
 u0=$(backing_stat "$T/target.conf" uring_jobs)
 
-step write-inline rdmablk_io write 0 4096 1 || fail "inline write failed"
-step write-rdma rdmablk_io write 65536 1048576 2 || fail "write failed"
-step write-fua rdmablk_io write 2097152 65536 3 --fua || fail "FUA write failed"
-step flush rdmablk_io flush || fail "flush failed"
-step read-1 rdmablk_io read 0 4096 1 || fail "read back 1 failed"
-step read-2 rdmablk_io read 65536 1048576 2 || fail "read back 2 failed"
-step read-3 rdmablk_io read 2097152 65536 3 || fail "read back 3 failed"
-step trim rdmablk_io trim 8388608 1048576 || fail "trim failed"
-
-"$BUILD/tests/rdmablk-io" pattern 65536 1048576 2 >"$T/want"
-dd if="$img" of="$T/got" bs=65536 skip=1 count=16 status=none
-cmp "$T/want" "$T/got" || fail "the backing file does not hold the data written"
-step stress rdmablk_io -q 16 stress 4 2 || fail "stress failed"
+io_every_op "$img"
 ok "writes, reads, FUA, FLUSH, trim and a stress run verified"
 
 u1=$(backing_stat "$T/target.conf" uring_jobs)
