@@ -128,6 +128,14 @@ _dump_logs() {
         echo "---- ${f##*/}" >&2
         cat "$f" >&2
     done
+    # The RDMA devices' own counters (retries, timeouts, sequence errors) since boot: a
+    # connection that died under load shows here why.
+    for f in /sys/class/infiniband/*/ports/*/hw_counters; do
+        [ -d "$f" ] || continue
+        echo "---- $f (non-zero)" >&2
+        grep -H . "$f"/* 2>/dev/null | sed -n 's|.*/||; /:0$/!p' | tr '\n' ' ' >&2
+        echo >&2
+    done
     echo "---- end of logs of $TEST_NAME" >&2
 }
 
