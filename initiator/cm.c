@@ -10,9 +10,13 @@
 
 #define RESOLVE_TIMEOUT_MS 2000
 #define IB_CM_REJ_INVALID_SERVICE_ID 8
-/* Local ACK timeout 4.096 us * 2^14 = 67 ms; with retry_count 7 a dead
- * peer fails the QP in about half a second instead of tens of seconds. */
-#define ACK_TIMEOUT_EXP 14
+/* Local ACK timeout 4.096 us * 2^17 = 537 ms per try, the CM's own default
+ * for RoCE (packet life time 16, plus one); with retry_count 7 a vanished
+ * peer fails the QP in about 4 s, and keepalive notices it within 3 x
+ * keepalive anyway.  At 2^14 (67 ms, half a second in all) a target host
+ * busy for half a second killed healthy connections: a flood of connects
+ * did under emulation (test-hostile-handshake-flood). */
+#define ACK_TIMEOUT_EXP 17
 
 static int
 no_device(const struct rb_conn *conn, char *errbuf)
