@@ -62,7 +62,7 @@ sc_credits_full(void)
 	char msg[sizeof(struct rb_request)];
 	struct outcome o;
 	struct hconn h;
-	unsigned i, qd, nok = 0;
+	unsigned i, qd, nok;
 
 	if (h_session(&h, 8) < 0)
 		return 1;
@@ -73,12 +73,7 @@ sc_credits_full(void)
 			h_close(&h);
 			return verdict(0, "cannot post request %u", i);
 		}
-	for (i = 0; i < qd; i++) {
-		h_outcome(&h, wait_deadline(), &o);
-		if (o.kind != OUT_REPLY || o.error != RB_OK)
-			break;
-		nok++;
-	}
+	nok = h_replies_ok(&h, qd, &o);
 	h_close(&h);
 	if (nok != qd)
 		return verdict(0, "%u of %u requests in flight at once succeeded; then %s",

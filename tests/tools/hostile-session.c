@@ -161,6 +161,19 @@ h_roundtrip(struct hconn *h, const void *msg, size_t len, struct outcome *o)
 	h_outcome(h, wait_deadline(), o);
 }
 
+unsigned
+h_replies_ok(struct hconn *h, unsigned n, struct outcome *o)
+{
+	unsigned nok;
+
+	for (nok = 0; nok < n; nok++) {
+		h_outcome(h, wait_deadline(), o);
+		if (o->kind != OUT_REPLY || o->error != RB_OK)
+			break;
+	}
+	return nok;
+}
+
 /* A NOP must come back OK: the connection still serves. */
 int
 h_nop_ok(struct hconn *h, char *why, size_t wsize)

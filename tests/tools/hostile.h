@@ -59,6 +59,9 @@ int h_hello_qd(struct hconn *h, uint16_t qd, struct outcome *o);
 int h_session(struct hconn *h, uint16_t qd);
 /* Send one request message and wait for its reply. */
 void h_roundtrip(struct hconn *h, const void *msg, size_t len, struct outcome *o);
+/* Wait for n replies: how many came back OK before the first that did not
+ * (*o is the last outcome waited for). */
+unsigned h_replies_ok(struct hconn *h, unsigned n, struct outcome *o);
 /* A NOP must come back OK: the connection still serves. */
 int h_nop_ok(struct hconn *h, char *why, size_t wsize);
 

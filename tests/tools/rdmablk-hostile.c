@@ -80,7 +80,7 @@ discard(void)
 	char msg[sizeof(struct rb_request)];
 	struct outcome o;
 	struct hconn h;
-	unsigned i, qd, nok = 0;
+	unsigned i, qd, nok;
 	int rc;
 
 	raw.cur = "discard-too-long";
@@ -113,12 +113,7 @@ discard(void)
 		h_close(&h);
 		return verdict(0, "cannot post %u WRITE_ZEROES and a TRIM", qd - 1);
 	}
-	for (i = 0; i < qd; i++) {
-		h_outcome(&h, wait_deadline(), &o);
-		if (o.kind != OUT_REPLY || o.error != RB_OK)
-			break;
-		nok++;
-	}
+	nok = h_replies_ok(&h, qd, &o);
 	h_close(&h);
 	rc |= verdict(nok == qd, "%u WRITE_ZEROES of %u bytes at once and a TRIM of as "
 		      "many: %u replies OK%s%s", qd - 1, RB_DISCARD_MAX, nok,
