@@ -332,12 +332,15 @@ sc_hello_flawed(void)
 	const struct hello_flaw *f = NULL;
 	size_t i, len = sizeof(msg);
 
-	for (i = 0; i < sizeof(hello_flaws) / sizeof(hello_flaws[0]); i++)
+	for (i = 0; i < sizeof(hello_flaws) / sizeof(hello_flaws[0]) && f == NULL; i++)
 		if (strcmp(hello_flaws[i].name, raw.cur) == 0)
 			f = &hello_flaws[i];
 	if (f == NULL)
 		return verdict(0, "no HELLO flaw is named %s", raw.cur);
-	hello_msg(msg, opt.export_name, 4, H_MAX_IO);
+	/* An escape sequence in the name must never reach the target's log. */
+	hello_msg(msg, f->flaw == FLAW_NAME_CONTROL ? "x\x1b[2J\ny" : opt.export_name,
+		  f->flaw == FLAW_ZERO_DEPTH ? 0 : 4,
+		  f->flaw == FLAW_TINY_MAX_IO ? 100 : H_MAX_IO);
 	switch (f->flaw) {
 	case FLAW_TRUNCATED:
 		len = sizeof(msg) / 2;
@@ -352,19 +355,13 @@ sc_hello_flawed(void)
 	case FLAW_FLAGS:
 		m->flags = htole16(0x8000);
 		break;
-	case FLAW_ZERO_DEPTH:
-		hello_msg(msg, opt.export_name, 0, H_MAX_IO);
-		break;
 	case FLAW_NAME_NO_NUL:
 		memset(m->export_name, 'x', sizeof(m->export_name));
 		break;
+	case FLAW_ZERO_DEPTH:
 	case FLAW_TINY_MAX_IO:
-		hello_msg(msg, opt.export_name, 4, 100);
-		break;
 	case FLAW_NAME_CONTROL:
-		/* An escape sequence must never reach the target's log. */
-		hello_msg(msg, "x\x1b[2J\ny", 4, H_MAX_IO);
-		break;
+		break;          /* in the arguments of hello_msg */
 	}
 	return hello_variant_refused(f->did, msg, len, f->status, f->alt);
 }
