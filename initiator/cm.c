@@ -14,8 +14,8 @@
  * for RoCE (packet life time 16, plus one); with retry_count 7 a vanished
  * peer fails the QP in about 4 s, and keepalive notices it within 3 x
  * keepalive anyway.  At 2^14 (67 ms, half a second in all) a target host
- * busy for half a second killed healthy connections: a flood of connects
- * did under emulation (test-hostile-handshake-flood). */
+ * busy for half a second, as under a flood of connects, killed healthy
+ * connections. */
 #define ACK_TIMEOUT_EXP 17
 
 static int
