@@ -405,6 +405,19 @@ rdmablk_io() {
     timeout "${IO_TIMEOUT:-120}" "$BUILD/tests/rdmablk-io" -H "$RDMABLK_ADDR" -t 30 ${IO_OPTS:-} "$@"
 }
 
+# hold_session EXPORT NAME: an idle rdmablk-session on EXPORT, connected until the test closes
+# fd 7 (its stdin, the fifo $T/NAME.in; then it exits at EOF); its log is $LOGS/NAME-session.log.
+# Sets SESSION_PID; fails the test unless the session says ready within 60 s.
+hold_session() {
+    mkfifo "$T/$2.in"
+    "$BUILD/tests/rdmablk-session" -H "$RDMABLK_ADDR" -e "$1" -t 30 -k 0 <"$T/$2.in" \
+        >"$LOGS/$2-session.log" 2>&1 &
+    SESSION_PID=$!
+    track_pid "$SESSION_PID"
+    exec 7>"$T/$2.in"
+    wait_for 60 grep -qx ready "$LOGS/$2-session.log" || fail "session $2 on $1 did not connect"
+}
+
 # io_every_op IMG: through rdmablk_io, an inline, an RDMA and a FUA write, FLUSH, each read
 # back and verified, a TRIM and a stress run; then IMG (the export's backing file) must hold
 # the RDMA write's data.

@@ -29,13 +29,8 @@ sess flush
 sess zero 8192 4096
 sess trim 12288 4096
 # The d1 holder: stdin from a fifo kept open by this shell, so it stays connected.
-mkfifo "$T/d1.in"
-"$BUILD/tests/rdmablk-session" -H "$RDMABLK_ADDR" -e d1 -t 30 -k 0 <"$T/d1.in" \
-    >"$LOGS/d1-session.log" 2>&1 &
-d1_pid=$!
-track_pid "$d1_pid"
-exec 7>"$T/d1.in"
-wait_for 60 grep -qx ready "$LOGS/d1-session.log" || fail "d1 session did not connect"
+hold_session d1 d1
+d1_pid=$SESSION_PID
 if EXPORT=d1 step busy io info; then fail "max-connections = 1 let a second connection in"; fi
 ok "a live session on disk0 (5 requests) and one on d1; a second d1 connection refused"
 

@@ -135,13 +135,8 @@ else
 fi
 
 # ---- max-connections: a holder, an extra refused with EBUSY, then a success after it closes
-mkfifo "$T/one.in"
-"$BUILD/tests/rdmablk-session" -H "$RDMABLK_ADDR" -e one -t 30 -k 0 <"$T/one.in" \
-    >"$LOGS/one-session.log" 2>&1 &
-one_pid=$!
-track_pid "$one_pid"
-exec 7>"$T/one.in"
-wait_for 60 grep -qx ready "$LOGS/one-session.log" || fail "holder session did not connect"
+hold_session one one
+one_pid=$SESSION_PID
 refused busy 'EBUSY' rdmablk_io -e one info
 exec 7>&-
 wait_exit 60 "$one_pid" || fail "holder session did not exit"
