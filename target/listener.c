@@ -108,25 +108,26 @@ listener_stop(struct target *t)
 	}
 }
 
-/* At most this many refusal lines a second: a flood of connects must not
- * flood the log.  The ones left out are counted and summed up in the next
- * line that is logged. */
+/* At most this many refusal lines a second for each reason: a flood of
+ * connects must not flood the log, nor hide a refusal of another kind.
+ * The ones left out are counted and summed up in the next line logged for
+ * the same reason. */
 #define LISTENER_LOG_PER_S 10
 
 static int
-reject_log_ok(struct target *t)
+reject_log_ok(struct target *t, enum stats_refusal why)
 {
 	uint64_t sec = rb_now_ns() / 1000000000ull;
 
 	if (sec != t->refuse_log_sec) {
 		t->refuse_log_sec = sec;
-		t->refuse_log_n = 0;
+		memset(t->refuse_log_n, 0, sizeof(t->refuse_log_n));
 	}
-	if (t->refuse_log_n >= LISTENER_LOG_PER_S) {
-		t->refuse_log_dropped++;
+	if (t->refuse_log_n[why] >= LISTENER_LOG_PER_S) {
+		t->refuse_log_dropped[why]++;
 		return 0;
 	}
-	t->refuse_log_n++;
+	t->refuse_log_n[why]++;
 	return 1;
 }
 
@@ -136,15 +137,15 @@ reject(struct target *t, struct rdma_cm_id *id, uint16_t status, enum stats_refu
 {
 	uint8_t priv[sizeof(struct rb_conn_priv)];
 
-	if (reject_log_ok(t)) {
-		if (t->refuse_log_dropped > 0)
-			log_warnx("%s: connection refused: %s (%s); %u more refusals not "
+	if (reject_log_ok(t, why_stat)) {
+		if (t->refuse_log_dropped[why_stat] > 0)
+			log_warnx("%s: connection refused: %s (%s); %u more refusals for this reason not "
 				  "logged before this one", peer, why, rb_error_name(status),
-				  t->refuse_log_dropped);
+				  t->refuse_log_dropped[why_stat]);
 		else
 			log_warnx("%s: connection refused: %s (%s)", peer, why,
 				  rb_error_name(status));
-		t->refuse_log_dropped = 0;
+		t->refuse_log_dropped[why_stat] = 0;
 	}
 	stats_refused(t, why_stat);
 	rb_conn_priv_encode(priv, status, 0);

@@ -103,9 +103,12 @@ struct target {
 	unsigned nhandshakes;       /* conns not yet READY (HELLO/AUTH not done) */
 	int reap_pending;           /* a removed export lost its last connection */
 	/* listener.c: refusals at CONNECT_REQUEST are logged at most
-	 * LISTENER_LOG_PER_S a second; the rest are counted, then summed up */
+	 * LISTENER_LOG_PER_S a second for each reason, so that a flood of one
+	 * kind cannot hide another; the rest are counted, then summed up in
+	 * their reason's next line */
 	uint64_t refuse_log_sec;
-	unsigned refuse_log_n, refuse_log_dropped;
+	unsigned refuse_log_n[STATS_REFUSED__COUNT];
+	unsigned refuse_log_dropped[STATS_REFUSED__COUNT];
 	int shutting_down;
 	uint64_t shutdown_ns;       /* when SIGTERM came: loop.c bounds the drain */
 	uint64_t next_conn_id;
