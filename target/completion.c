@@ -84,6 +84,7 @@ conn_handle_wc(struct conn *c, const struct ibv_wc *wc)
 	/* On error only wr_id, status, qp_num and vendor_err are valid. */
 	struct wr_ctx *ctx = (struct wr_ctx *)(uintptr_t)wc->wr_id;
 	int ok = wc->status == IBV_WC_SUCCESS;
+	int broke = !ok && wc->status != IBV_WC_WR_FLUSH_ERR && c->state != CONN_ERROR;
 
 	c->alive_seen |= ok;
 	if (!ok) {
@@ -136,6 +137,10 @@ conn_handle_wc(struct conn *c, const struct ibv_wc *wc)
 		c->send_done++;
 		c->sq_used--;
 		c->probe_busy = 0;
+		/* Failed: its error put the connection in error (not an
+		 * unanswered probe's late error, already counted). */
+		if (broke)
+			stats_count(c->t, &c->t->stats.probes[STATS_PROBE_FAILED]);
 		break;
 	}
 }

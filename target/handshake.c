@@ -167,6 +167,7 @@ conn_hello_finish(struct conn *c, struct recv_buf *rb, const struct rb_hello_inf
 	conn_handshake_done(c);
 	if (conn_post_recv(c, rb) < 0)
 		return;
+	stats_count(t, &e->sessions);
 	log_info("%s: connected to export %s, queue depth %u, max-io %u, inline %u",
 		 c->peer, e->cfg->name, c->qd, max_io, c->inline_max);
 	conn_post_ctrl(c, rb_hello_reply_encode(c->ctrl_buf, &info));

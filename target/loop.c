@@ -56,6 +56,7 @@ loop_reload(struct target *t)
 	if (nc == NULL) {
 		log_warnx("reload: %u error%s in %s; keeping the running configuration",
 			  nerrors, nerrors == 1 ? "" : "s", t->config_file);
+		stats_count(t, &t->stats.reloads[STATS_RELOAD_REJECTED]);
 		return;
 	}
 	if (memcmp(&nc->listen, &t->cfg->listen, sizeof(nc->listen)) != 0 ||
@@ -87,6 +88,7 @@ loop_reload(struct target *t)
 	config_warn(nc, NULL, NULL);
 	exports_apply(t, nc);
 	config_free(nc);
+	stats_count(t, &t->stats.reloads[STATS_RELOAD_APPLIED]);
 }
 
 static void

@@ -137,17 +137,33 @@ counts_total(const uint64_t *v, unsigned n)
 	return sum;
 }
 
+/* "KEY": {["total": N, ]"name": N, ...}: the total only for counters of
+ * reasons, each event counted under one. */
 static void
 json_counts(struct sbuf *b, const char *key, const char *const *names,
-	    const uint64_t *v, unsigned n)
+	    const uint64_t *v, unsigned n, int total)
 {
 	unsigned i;
 
-	sb_printf(b, "  \"%s\": {\"total\": %llu", key,
-		  (unsigned long long)counts_total(v, n));
+	sb_printf(b, "  \"%s\": {", key);
+	if (total)
+		sb_printf(b, "\"total\": %llu, ", (unsigned long long)counts_total(v, n));
 	for (i = 0; i < n; i++)
-		sb_printf(b, ", \"%s\": %llu", names[i], (unsigned long long)v[i]);
+		sb_printf(b, "%s\"%s\": %llu", i ? ", " : "", names[i],
+			  (unsigned long long)v[i]);
 	sb_printf(b, "},\n");
+}
+
+/* "LABEL: N name, N name, ..." with every counter. */
+static void
+human_fields(struct sbuf *b, const char *label, const char *const *names,
+	     const uint64_t *v, unsigned n)
+{
+	unsigned i;
+
+	sb_printf(b, "%s:", label);
+	for (i = 0; i < n; i++)
+		sb_printf(b, "%s %llu %s", i ? "," : "", (unsigned long long)v[i], names[i]);
 }
 
 /* "LABEL N, reason N, ..." with only the reasons that occurred. */
@@ -312,8 +328,11 @@ json_render(struct target *t, struct sbuf *b)
 	sb_printf(b, "  \"connections\": {\"current\": %u, \"handshakes\": %u, "
 		  "\"accepted\": %llu, \"closed\": %llu},\n", t->nconns, t->nhandshakes,
 		  (unsigned long long)t->stats.accepted, (unsigned long long)t->stats.closed);
-	json_counts(b, "refused", stats_refusal_names, t->stats.refused, STATS_REFUSED__COUNT);
-	json_counts(b, "revoked", stats_revocation_names, t->stats.revoked, STATS_REVOKED__COUNT);
+	json_counts(b, "refused", stats_refusal_names, t->stats.refused, STATS_REFUSED__COUNT, 1);
+	json_counts(b, "revoked", stats_revocation_names, t->stats.revoked, STATS_REVOKED__COUNT, 1);
+	json_counts(b, "reloads", stats_reload_names, t->stats.reloads, STATS_RELOAD__COUNT, 0);
+	json_counts(b, "liveness_probes", stats_probe_names, t->stats.probes,
+		    STATS_PROBE__COUNT, 0);
 	json_backing_io(t, b);
 	loops_json(t, b);
 
@@ -336,7 +355,8 @@ json_render(struct target *t, struct sbuf *b)
 			  e->removed ? "true" : "false",
 			  flusher_failed(e->flusher) ? "failed" : "ok");
 		sb_json_str(b, flusher_failure(e->flusher));
-		sb_printf(b, ", \"connections\": %u,\n      ", e->nconns);
+		sb_printf(b, ", \"connections\": %u, \"sessions\": %llu,\n      ", e->nconns,
+			  (unsigned long long)e->sessions);
 		json_io(b, &io, inf, "      ");
 		sb_printf(b, ",\n      \"group_commit\": {\"syncs\": %llu, "
 			  "\"requests_covered\": %llu, \"max_batch\": %llu, \"errors\": %llu}",
@@ -469,6 +489,10 @@ human_render(struct target *t, struct sbuf *b)
 	human_counts(b, "refused", stats_refusal_names, t->stats.refused, STATS_REFUSED__COUNT);
 	human_counts(b, "; revoked by reloads", stats_revocation_names, t->stats.revoked,
 		     STATS_REVOKED__COUNT);
+	sb_printf(b, "\n");
+	human_fields(b, "reloads", stats_reload_names, t->stats.reloads, STATS_RELOAD__COUNT);
+	human_fields(b, "; liveness probes", stats_probe_names, t->stats.probes,
+		     STATS_PROBE__COUNT);
 	sb_printf(b, "\n");
 	{
 		struct ioq_stats st;

@@ -91,6 +91,14 @@ count_kind(struct target *t, uint64_t *counters, unsigned n, unsigned kind)
 }
 
 void
+stats_count(struct target *t, uint64_t *counter)
+{
+	target_lock(t);
+	(*counter)++;
+	target_unlock(t);
+}
+
+void
 stats_refused(struct target *t, enum stats_refusal why)
 {
 	count_kind(t, t->stats.refused, STATS_REFUSED__COUNT, (unsigned)why);
@@ -119,6 +127,17 @@ const char *const stats_revocation_names[STATS_REVOKED__COUNT] = {
 	[STATS_REVOKED_ADDRESS] = "address_not_allowed",
 	[STATS_REVOKED_SECRET]  = "secret_changed",
 	[STATS_REVOKED_SIZE]    = "size_shrunk",
+};
+
+const char *const stats_reload_names[STATS_RELOAD__COUNT] = {
+	[STATS_RELOAD_APPLIED]  = "applied",
+	[STATS_RELOAD_REJECTED] = "rejected",
+};
+
+const char *const stats_probe_names[STATS_PROBE__COUNT] = {
+	[STATS_PROBE_POSTED]     = "posted",
+	[STATS_PROBE_FAILED]     = "failed",
+	[STATS_PROBE_UNANSWERED] = "unanswered",
 };
 
 void

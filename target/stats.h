@@ -68,12 +68,29 @@ enum stats_revocation {
 	STATS_REVOKED__COUNT
 };
 
+/* SIGHUP reloads (loop.c). */
+enum stats_reload {
+	STATS_RELOAD_APPLIED,
+	STATS_RELOAD_REJECTED,            /* errors in the file: the running config stays */
+	STATS_RELOAD__COUNT
+};
+
+/* Liveness probes (watch.c): the failed and unanswered are among the posted. */
+enum stats_probe {
+	STATS_PROBE_POSTED,
+	STATS_PROBE_FAILED,               /* completed with an error other than a flush */
+	STATS_PROBE_UNANSWERED,           /* not completed within the probe's deadline */
+	STATS_PROBE__COUNT
+};
+
 struct stats_target {
 	uint64_t start_ns;
 	uint64_t accepted;                /* connections the CM accepted */
 	uint64_t closed;                  /* connections freed */
 	uint64_t refused[STATS_REFUSED__COUNT];
 	uint64_t revoked[STATS_REVOKED__COUNT];
+	uint64_t reloads[STATS_RELOAD__COUNT];
+	uint64_t probes[STATS_PROBE__COUNT];
 	struct stats_io gone;             /* of exports removed by a reload */
 	/* the most TRIM/WRITE_ZEROES one connection ran at once is each
 	 * loop's slow_jobs_peak (loops.h) */
@@ -124,6 +141,8 @@ const char *stats_refusal_name(enum stats_refusal r);
 /* The names --stats gives each refusal and revocation reason (stats.c). */
 extern const char *const stats_refusal_names[STATS_REFUSED__COUNT];
 extern const char *const stats_revocation_names[STATS_REVOKED__COUNT];
+extern const char *const stats_reload_names[STATS_RELOAD__COUNT];
+extern const char *const stats_probe_names[STATS_PROBE__COUNT];
 
 struct target;
 struct conn;
@@ -134,6 +153,8 @@ void stats_refused(struct target *t, enum stats_refusal why);
 /* Map a refusal status (listener.c: at_hello 0; conn.c: at_hello 1). */
 void stats_refused_status(struct target *t, uint16_t status, int at_hello);
 void stats_revoked(struct target *t, enum stats_revocation why);
+/* One more of a stats_target or struct export event counter, under t->lock. */
+void stats_count(struct target *t, uint64_t *counter);
 void stats_conn_closed(struct conn *c);            /* before it is freed */
 void stats_export_gone(struct target *t, struct export *e);
 

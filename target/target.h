@@ -75,6 +75,7 @@ struct export {
 	struct flusher **flushers;  /* one per loop, [0] == flusher */
 	unsigned nflushers;
 	unsigned nconns;            /* under t->lock */
+	uint64_t sessions;          /* connections that finished the handshake here; t->lock */
 	int removed;                /* gone from the config: drain, then free */
 	int keep;                   /* scratch for exports_apply() */
 	int no_nowait;              /* its file refused RWF_NOWAIT: no page-cache fast path */

@@ -35,6 +35,7 @@ conn_probe(struct conn *c)
 	if (conn_post_own(c, &wr, "liveness probe") < 0)
 		return;
 	c->probe_busy = 1;
+	stats_count(c->t, &c->t->stats.probes[STATS_PROBE_POSTED]);
 	c->probe_deadline_ns = rb_now_ns() +
 		PROBE_DEADLINE_S(c->t->cfg->keepalive) * NS_PER_S;
 	log_debug("%s: silent for %u s: liveness probe posted", c->peer,
@@ -81,6 +82,7 @@ conn_watch(struct conn *c, uint64_t now)
 	c->send_done_seen = c->send_done;
 	if (c->probe_busy && now >= c->probe_deadline_ns) {
 		log_warnx("%s: liveness probe unanswered", c->peer);
+		stats_count(c->t, &c->t->stats.probes[STATS_PROBE_UNANSWERED]);
 		conn_fail(c, "peer unreachable");
 		return;
 	}
