@@ -297,13 +297,16 @@ start_nbdkit() {
 # start_good_client EXPORT SECONDS MAXLEN: the good client of the hostile tests, in the background:
 # rdmablk-io stress on EXPORT for SECONDS, 2 threads of verified writes and reads of up to MAXLEN
 # bytes with a 30 s timeout (it exits non-zero on the first error or mismatch), log
-# $LOGS/good.log. Waits until the target logs the connection; sets GOOD_PID.
+# $LOGS/good.log. Waits until the target running with $T/target.conf counts its session;
+# sets GOOD_PID.
 start_good_client() {
+    local n
+    n=$(sessions_of "$T/target.conf" "$1")
     "$BUILD/tests/rdmablk-io" -H "$RDMABLK_ADDR" -e "$1" -t 30 stress "$2" 2 "$3" \
         >"$LOGS/good.log" 2>&1 &
     GOOD_PID=$!
     track_pid "$GOOD_PID"
-    wait_for 60 grep -q "connected to export $1" "$LOGS/target.log" ||
+    wait_for 60 sessions_reach "$T/target.conf" "$1" $((n + 1)) ||
         fail "the good client never connected"
 }
 
@@ -322,6 +325,15 @@ target_stat() {
     "$BUILD/rdmablk-target" --stats -c "$1" >"$LOGS/stats.json" || return 1
     python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))[sys.argv[2]][sys.argv[3]])' \
         "$LOGS/stats.json" "$2" "$3"
+}
+
+# stat_reaches CONF SECTION KEY N: true when target_stat CONF SECTION KEY is at least N (for
+# wait_for).
+stat_reaches() {
+    local n
+    n=$(target_stat "$1" "$2" "$3") || return 1
+    echo "--stats $2.$3 is $n, expected at least $4"
+    [ "$n" -ge "$4" ]
 }
 
 # export_stat CONF EXPORT KEY [SUBKEY]: one value of EXPORT's object in the exports list of
@@ -350,6 +362,27 @@ conns_are() {
     n=$(target_stat "$1" connections current) || return 1
     echo "the target holds $n connections, expected $2"
     [ "$n" -eq "$2" ]
+}
+
+# stats_check CONF FILE PYTHON-EXPR: --stats of the target running with CONF into FILE, then
+# true when PYTHON-EXPR (over s, the JSON) holds (for wait_for).
+stats_check() {
+    "$BUILD/rdmablk-target" --stats -c "$1" >"$2" || return 1
+    python3 -c 'import json, sys; s = json.load(open(sys.argv[1])); sys.exit(0 if eval(sys.argv[2]) else 1)' "$2" "$3"
+}
+
+# sessions_of CONF EXPORT: EXPORT's connections that finished the handshake since the target
+# started (--stats sessions).
+sessions_of() {
+    export_stat "$1" "$2" sessions || fail "--stats failed"
+}
+
+# sessions_reach CONF EXPORT N: true when EXPORT has had at least N sessions (for wait_for).
+sessions_reach() {
+    local n
+    n=$(export_stat "$1" "$2" sessions) || return 1
+    echo "export $2 has had $n sessions, expected at least $3"
+    [ "$n" -ge "$3" ]
 }
 
 # target_resources: "fds N; M MRs, B bytes" of $TARGET_PID, the MRs as the kernel's resource

@@ -42,10 +42,7 @@ run() { n=$((n + 1)); step "io$n" io "$@" || fail "rdmablk-io $* failed"; }
 
 # stats_json FILE PYTHON-EXPR: --stats into FILE, then true when PYTHON-EXPR (over s, the JSON)
 # holds (for wait_for).
-stats_json() {
-    stats >"$1" || return 1
-    python3 -c 'import json, sys; s = json.load(open(sys.argv[1])); sys.exit(0 if eval(sys.argv[2]) else 1)' "$1" "$2"
-}
+stats_json() { stats_check "$T/target.conf" "$@"; }
 
 # start_session EXPORT: an rdmablk-session holding one connection to EXPORT (a coprocess: sess
 # CMD talks to it), once it said it is ready; sets SESS_PID.

@@ -24,21 +24,10 @@ put_conf() {
     target_conf "$conf"
 }
 
-# export_stat EXPORT KEY: one value of EXPORT's object in --stats (the export in service, not
-# a removed one).
-export_stat() {
-    "$BUILD/rdmablk-target" --stats -c "$conf" >"$LOGS/stats.json" || return 1
-    python3 - "$LOGS/stats.json" "$1" "$2" <<'EOF'
-import json, sys
-s = json.load(open(sys.argv[1]))
-print([e for e in s["exports"] if e["name"] == sys.argv[2] and not e["removed"]][0][sys.argv[3]])
-EOF
-}
-
 # writes_above EXPORT N: true when the target has served more than N writes on EXPORT.
 writes_above() {
     local n
-    n=$(export_stat "$1" writes) || return 1
+    n=$(export_stat "$conf" "$1" writes) || return 1
     echo "export $1: $n writes, waiting for more than $2"
     [ "$n" -gt "$2" ]
 }
@@ -46,7 +35,7 @@ writes_above() {
 # export_conns_are EXPORT N: true when EXPORT has exactly N connections.
 export_conns_are() {
     local n
-    n=$(export_stat "$1" connections) || return 1
+    n=$(export_stat "$conf" "$1" connections) || return 1
     echo "export $1: $n connections, expected $2"
     [ "$n" -eq "$2" ]
 }
@@ -73,17 +62,16 @@ busy() {
 reload() {
     local e n
     for e in "$@"; do
-        n=$(export_stat "$e" writes) || fail "--stats failed"
+        n=$(export_stat "$conf" "$e" writes) || fail "--stats failed"
         wait_for 60 writes_above "$e" "$n" || fail "export $e: its client stopped writing"
     done
-    n=$(grep -c 'SIGHUP: reloading' "$LOGS/target.log" || true)
+    n=$(target_stat "$conf" reloads applied) || fail "--stats failed"
     HUP_AT=$SECONDS
     kill -HUP "$TARGET_PID"
-    wait_for 60 sh -c "[ \$(grep -c 'SIGHUP: reloading' '$LOGS/target.log') -gt $n ]" ||
-        fail "the target did not reload"
-    if grep -q 'keeping the running configuration' "$LOGS/target.log"; then
-        fail "the new config was refused"
-    fi
+    wait_for 60 stat_reaches "$conf" reloads applied $((n + 1)) ||
+        fail "the target did not apply the new config"
+    n=$(target_stat "$conf" reloads rejected) || fail "--stats failed"
+    [ "$n" = 0 ] || fail "the target rejected a reload"
 }
 
 # revoked NAME EXPORT REASON CLIENT-REGEX: after the reload, busy client NAME's connection to

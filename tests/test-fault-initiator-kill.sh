@@ -54,7 +54,7 @@ case $(target_resources) in *"; 0 MRs, 0 bytes") false ;; esac || fail "rdma res
     >"$LOGS/verifier.log" 2>&1 &
 verifier=$!
 track_pid "$verifier"
-wait_for 60 grep -q 'connected to export good' "$LOGS/target.log" ||
+wait_for 60 sessions_reach "$T/target.conf" good 1 ||
     fail "the verifier never connected"
 
 start_s=$SECONDS

@@ -131,6 +131,9 @@ serves during-d0 "$RDMABLK_ADDR" 4 || fail "the target did not serve rxe0 during
 settle 90 || fail "$(live) connection(s) still held $((SECONDS - cut_s)) s into the cut"
 grep -qE "^$idle_peer: liveness probe (completion failed|unanswered)" "$LOGS/target.log" ||
     fail "the idle connection ($idle_peer) was not closed by a failed liveness probe"
+stats_check "$T/target.conf" "$LOGS/stats.json" \
+    "s['liveness_probes']['failed'] + s['liveness_probes']['unanswered'] >= 1" ||
+    fail "--stats counts no failed or unanswered liveness probe (stats.json)"
 ok "during the cut the target serves rxe0 and has freed both broken connections, the idle" \
     "one after its liveness probe failed ($((SECONDS - cut_s)) s into the cut)"
 

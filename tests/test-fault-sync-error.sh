@@ -100,15 +100,8 @@ must_eio() {
     [ "$got" = "error $(printf '%s' 'Input/output error')" ] ||
         fail "$1: '${*:2}' should fail with EIO after the sync error, got: $got"
 }
-export_field() {
-    "$BUILD/rdmablk-target" --stats -c "$T/target.conf" >"$LOGS/stats.json" ||
-        fail "--stats failed"
-    python3 -c '
-import json, sys
-for e in json.load(open(sys.argv[1]))["exports"]:
-    if e["name"] == sys.argv[2] and not e["removed"]:
-        print(e[sys.argv[3]])' "$LOGS/stats.json" "$1" "$2"
-}
+# export_field EXPORT KEY: one value of EXPORT's --stats object.
+export_field() { export_stat "$T/target.conf" "$1" "$2" || fail "--stats failed"; }
 
 for m in $MODES; do
     session "$m-a" "$m"
@@ -153,10 +146,7 @@ ok "--stats: $(export_field fua failure) ($(export_field fua state))"
 
 # ---- a reload reopens both; their old connections are drained.
 kill -HUP "$TARGET_PID"
-for m in $MODES; do
-    wait_for 60 grep -q "export $m: reopening it after its failure" "$LOGS/target.log" ||
-        fail "$m: the reload did not reopen it"
-done
+wait_for 60 stat_reaches "$T/target.conf" reloads applied 1 || fail "the reload was not applied"
 for m in $MODES; do
     [ "$(export_field "$m" state)" = ok ] || fail "$m: still failed after the reload"
     step "$m-reopened-write" rdmablk_io -e "$m" write 0 1M 7 || fail "$m: write after the reload failed"

@@ -39,7 +39,7 @@ good=$GOOD_PID
 
 ATTACK_PIDS=()
 attack 60 starve
-wait_for 120 sh -c "[ \$(grep -c 'connected to export disk' '$LOGS/target.log') -gt $ATTACKERS ]" ||
+wait_for 120 sessions_reach "$T/target.conf" disk $((ATTACKERS + 1)) ||
     fail "the attackers never connected"
 ok "$ATTACKERS attackers connected (16 READs of 1 MiB each, no receives, infinite RNR retry asked)"
 
@@ -71,11 +71,11 @@ wait_exit 300 "$good" || rc=$?
 ok "good client: $(tail -n 1 "$LOGS/good.log")"
 
 # SIGTERM while attackers hold buffers.
-n0=$(grep -c 'connected to export disk' "$LOGS/target.log")
+n0=$(sessions_of "$T/target.conf" disk)
 ATTACK_PIDS=()
 # -v: each attacker says when its READs are posted, i.e. when it holds the target's buffers.
 ATTACK_OPTS=-v attack 300 term
-wait_for 120 sh -c "[ \$(grep -c 'connected to export disk' '$LOGS/target.log') -ge $((n0 + ATTACKERS)) ]" ||
+wait_for 120 sessions_reach "$T/target.conf" disk $((n0 + ATTACKERS)) ||
     fail "the second wave of attackers never connected"
 wait_for 60 sh -c "[ \$(grep -l 'READs of .* posted' '$LOGS'/term-*.log | wc -l) -ge $ATTACKERS ]" ||
     fail "the second wave of attackers never posted their READs"

@@ -50,7 +50,7 @@ ok "baseline: $base"
     >"$LOGS/verifier.log" 2>&1 &
 verifier=$!
 track_pid "$verifier"
-wait_for 60 grep -q 'connected to export good' "$LOGS/target.log" ||
+wait_for 60 sessions_reach "$T/target.conf" good 1 ||
     fail "the verifier never connected"
 
 start_s=$SECONDS

@@ -64,7 +64,7 @@ ok "nbdcopy completed across the restart and the data verifies"
 
 # (3a) keepalive in the library: rdmablk-io stress (-t 5 -k 1) on one connection fails with
 # EIO within about the timeout once the target is stopped.
-nconn() { grep -c 'connected to export disk0' "$LOGS/target2.log" || true; }
+nconn() { sessions_of "$T/target.conf" disk0; }
 before=$(nconn)
 "$IO" -H "$RDMABLK_ADDR" -e disk0 -t 5 -k 1 stress 120 1 4K >"$LOGS/ka-stress.log" 2>&1 &
 kst=$!

@@ -37,7 +37,9 @@ step rbd-export rbd_cmd export rbd/img0 "$T/export.img" || fail "rbd export fail
 cmp "$DEV" "$T/export.img" >"$LOGS/cmp.log" 2>&1 || fail "rbd export differs from what $DEV shows"
 step detach2 nbd-client -d "$DEV" || fail "nbd-client -d failed"
 ok "rbd export of rbd/img0 equals the bytes of $DEV"
-stop_target
-grep -q 'released the image.s exclusive lock' "$LOGS/target.log" ||
+[ "$(rbd_lock_stat "$T/target.conf" rbd0 acquired)" -ge 1 ] || fail "the target never took the image's lock"
+wait_for 60 rbd_lock_is "$T/target.conf" rbd0 none ||
     fail "the target did not release the image's lock when its last connection closed"
+stop_target
+if grep -q 'rbd_lock_release:' "$LOGS/target.log"; then fail "releasing the image's lock failed"; fi
 ok "the target took the exclusive lock to write and released it when idle"

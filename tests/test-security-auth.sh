@@ -51,15 +51,17 @@ refused() {
 # ---- rdmablk-io
 step right-write rdmablk_io -e sec -S "$T/good.key" write 0 1M 11 || fail "right secret: write failed"
 step right-read rdmablk_io -e sec -S "$T/good.key" read 0 1M 11 || fail "right secret: read failed"
-grep -q 'export sec: initiator authenticated' "$LOGS/target.log" ||
-    fail "target did not log the authentication"
+n=$(sessions_of "$T/target.conf" sec)
+[ "$n" = 2 ] || fail "the target counted $n sessions on export sec, expected 2"
 ok "right secret: 1 MiB written and read back verified"
 
 # With a different key the initiator finds the target's proof wrong first, and never answers.
 refused wrong 'target failed to prove it knows the secret' rdmablk_io -e sec -S "$T/bad.key" info
 grep -q 'Permission denied (EACCES)' "$LOGS/wrong.log" || fail "wrong secret: not EACCES"
-wait_for 30 grep -q 'export sec: authentication failed: no response' "$LOGS/target.log" ||
-    fail "target did not log the failed authentication"
+wait_for 30 stat_reaches "$T/target.conf" refused auth_failure 1 ||
+    fail "the target did not count the failed authentication"
+grep -q 'export sec: authentication failed: no response' "$LOGS/target.log" ||
+    fail "the target did not log why the authentication failed"
 ok "wrong secret: refused (EACCES), logged on both sides"
 
 refused none 'export requires a secret \(secret-file=\)' rdmablk_io -e sec info
@@ -77,12 +79,15 @@ step open-plain rdmablk_io -e open write 0 4096 5 || fail "export without a secr
 
 # ---- replay: record a genuine AUTH, replay it on a new connection
 n_wrong=$(grep -c 'export sec: authentication failed: wrong response' "$LOGS/target.log" || true)
+n_failed=$(target_stat "$T/target.conf" refused auth_failure) || fail "--stats failed"
 step replay "$BUILD/tests/rdmablk-replay" -H "$RDMABLK_ADDR" -e sec -S "$T/good.key" ||
     fail "replayed AUTH was not refused with EACCES"
 grep -q 'replay refused: .*target rejected authentication (EACCES)' "$LOGS/replay.log" ||
     fail "replay: no refusal reported"
-wait_for 30 test "$(grep -c 'export sec: authentication failed: wrong response' \
-    "$LOGS/target.log")" -gt "$n_wrong" || fail "target did not log the replay as a wrong response"
+wait_for 30 stat_reaches "$T/target.conf" refused auth_failure $((n_failed + 1)) ||
+    fail "the target did not count the replay as a failed authentication"
+[ "$(grep -c 'export sec: authentication failed: wrong response' "$LOGS/target.log")" -gt "$n_wrong" ] ||
+    fail "the target did not log the replay as a wrong response"
 ok "replayed AUTH refused (fresh target nonce)"
 
 # ---- the target refuses a loose secret file in its config

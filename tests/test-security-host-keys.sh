@@ -74,8 +74,10 @@ refused h1-with-h2-key rdmablk_io -B "$A1" -S "$T/h2.key" info
 ok "another host's key is refused (EACCES), in both directions"
 refused h1-with-shared rdmablk_io -B "$A1" -S "$T/shared.key" info
 ok "the export-wide secret-file is refused for a host that has its own key"
-wait_for 30 test "$(grep -c 'export disk: authentication failed: no response' \
-    "$LOGS/target.log")" -ge 3 || fail "target did not log the three failed authentications"
+wait_for 30 stat_reaches "$T/target.conf" refused auth_failure 3 ||
+    fail "the target did not count the three failed authentications"
+[ "$(grep -c 'export disk: authentication failed: no response' "$LOGS/target.log")" -ge 3 ] ||
+    fail "the target did not log why the three authentications failed"
 step h1-again rdmablk_io -B "$A1" -S "$T/h1.key" read 0 1M 21 || fail "host 1 broken afterwards"
 
 stop_target

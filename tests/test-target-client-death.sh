@@ -17,7 +17,6 @@ start_target "$T/target.conf" -v
 
 IO_OPTS="-e disk0 -t 60"
 nfds() { ls "/proc/$TARGET_PID/fd" | wc -l; }
-connected() { grep -c 'connected to export disk0' "$LOGS/target.log" || true; }
 
 step warmup rdmablk_io write 0 65536 1 || fail "first write failed"
 wait_for 60 conns_are "$T/target.conf" 0 || fail "first connection not freed"
@@ -25,13 +24,13 @@ base=$(nfds)
 ok "baseline: $base open fds"
 
 for round in 1 2 3 4 5 6 7 8 9 10; do
-    before=$(connected)
+    before=$(sessions_of "$T/target.conf" disk0)
     "$BUILD/tests/rdmablk-io" -H "$RDMABLK_ADDR" -e disk0 -t 60 -q 32 stress 120 4 \
         >"$LOGS/stress-$round.log" 2>&1 &
     pid=$!
     # Kill it while requests are in flight: once connected, after a random short delay (this
     # sleep is the behaviour under test: it varies the moment of the kill).
-    wait_for 60 sh -c "[ \$(grep -c 'connected to export disk0' '$LOGS/target.log') -gt $before ]" ||
+    wait_for 60 sessions_reach "$T/target.conf" disk0 $((before + 1)) ||
         fail "round $round: stress client never connected"
     sleep "0.$((RANDOM % 9 + 1))"
     kill -9 "$pid"

@@ -18,8 +18,6 @@ path = $img
 size = 16M
 CONF
 start_target "$T/target.conf"
-grep -q 'backing I/O: threads' "$LOGS/target.log" ||
-    fail "the target did not say it uses worker threads"
 
 IO_OPTS="-e disk0 -t 60"
 

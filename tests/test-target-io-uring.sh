@@ -20,8 +20,6 @@ path = $img
 size = 16M
 CONF
 start_target "$T/target.conf"
-grep -q 'backing I/O: io_uring on the event loop' "$LOGS/target.log" ||
-    fail "the target did not say it uses io_uring"
 
 IO_OPTS="-e disk0 -t 60"
 

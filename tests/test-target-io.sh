@@ -99,10 +99,9 @@ done
 ok "two stress clients on two exports and three writers on one, through a two-buffer pool"
 
 kill -0 "$TARGET_PID" || fail "target died"
-accepted=$(grep -cE 'accepted, queue depth|: rdma_accept' "$LOGS/target.log")
-wait_for 60 sh -c "[ \$(grep -c 'freed' '$LOGS/target.log') -eq $accepted ]" ||
-    fail "not every connection was freed"
-ok "every connection freed ($accepted)"
+wait_for 60 conns_are "$T/target.conf" 0 || fail "not every connection was freed"
+accepted=$(target_stat "$T/target.conf" connections accepted) || fail "--stats failed"
+ok "every connection freed ($accepted accepted)"
 
 # A clean exit: status 0 (LeakSanitizer and ASan make it non-zero), nothing reported.
 stop_target

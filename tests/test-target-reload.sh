@@ -16,9 +16,14 @@ write_conf() {
 }
 has_export() { rdmablk_io -e "$1" info; }
 lacks_export() { ! rdmablk_io -e "$1" info && grep -q ENOENT "$T/wait_for.out"; }
-hups() { grep -c 'SIGHUP: reloading' "$LOGS/target.log" || true; }
+# --stats reads the admin socket's path from a config: $T/stats.conf stays readable while
+# $conf holds errors. reloads KIND: the reloads of KIND (applied, rejected) counted so far.
+reloads() { target_stat "$T/stats.conf" reloads "$1" || fail "--stats failed"; }
+reloaded() { stat_reaches "$T/stats.conf" reloads "$1" $(($2 + 1)); }
+gone() { stats_check "$T/stats.conf" "$LOGS/stats.json" "'$1' not in [e['name'] for e in s['exports']]"; }
 
 write_conf disk0
+cp "$conf" "$T/stats.conf"
 start_target "$conf"
 step disk0 rdmablk_io -e disk0 write 0 4096 1 || fail "disk0 does not work"
 
@@ -33,11 +38,11 @@ ok "SIGHUP added export disk1; disk0 unaffected"
 rdmablk_io -e disk0 -q 8 stress 60 2 >"$LOGS/stress.log" 2>&1 &
 stress=$!
 track_pid "$stress"
-wait_for 60 sh -c "[ \$(grep -c 'connected to export disk0' '$LOGS/target.log') -ge 3 ]" ||
+wait_for 60 sessions_reach "$conf" disk0 3 ||
     fail "stress client did not connect"
 write_conf disk1
 kill -HUP "$TARGET_PID"
-wait_for 60 grep -q 'export disk0 removed' "$LOGS/target.log" ||
+wait_for 60 gone disk0 ||
     fail "removed export disk0 was not released"
 wait_for 60 lacks_export disk0 || fail "removed export disk0 still served"
 rc=0
@@ -47,17 +52,18 @@ step disk1-still rdmablk_io -e disk1 read 0 4096 2 || fail "disk1 broken by the 
 ok "SIGHUP removed disk0 (busy client disconnected); disk1 unaffected"
 
 printf '[target]\nlisten = %s\nbogus = 1\n' "$RDMABLK_ADDR" >"$conf"
-n=$(hups)
+n=$(reloads rejected)
 kill -HUP "$TARGET_PID"
-wait_for 60 grep -q 'keeping the running configuration' "$LOGS/target.log" ||
-    fail "a bad config was not reported"
+wait_for 60 reloaded rejected "$n" || fail "a bad config was not rejected"
 grep -q "$conf:3: unknown key 'bogus'" "$LOGS/target.log" || fail "the error lacks FILE:LINE"
 step disk1-kept rdmablk_io -e disk1 read 0 4096 2 || fail "bad reload broke disk1"
 ok "bad config logged with FILE:LINE, old config kept"
 
 PORT=10999 write_conf disk1
+n=$(reloads applied)
 kill -HUP "$TARGET_PID"
-wait_for 60 grep -q 'need a restart' "$LOGS/target.log" || fail "port change not logged"
+wait_for 60 reloaded applied "$n" || fail "the reload with a new port was not applied"
+grep -q 'listen/port changes need a restart' "$LOGS/target.log" || fail "port change not logged"
 step port-kept rdmablk_io -e disk1 read 0 4096 2 || fail "port change broke the listener"
 ok "port change logged as needing a restart"
 

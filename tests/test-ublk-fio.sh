@@ -17,7 +17,7 @@ nq=$(find "/sys/block/${DEV#/dev/}/mq" -mindepth 1 -maxdepth 1 | wc -l)
 want=$(($(nproc) < 4 ? $(nproc) : 4))
 [ "$nq" = "$want" ] || fail "$nq hardware queues, expected $want (queues=4, $(nproc) CPUs)"
 ok "fio libaio on $DEV, 4 jobs x QD16 over $nq queues: mixed random writes, crc32c verified"
-conns=$(grep -c 'connected to export disk0' "$LOGS/target.log")
+conns=$(sessions_of "$T/target.conf" disk0)
 [ "$conns" = "$nq" ] || fail "$conns RDMA connections for $nq queues"
 cmp "$DEV" "$T/disk0.img" || fail "the backing file differs from what $DEV shows"
 ok "$conns RDMA connections, one per queue; the backing file's bytes equal $DEV's"

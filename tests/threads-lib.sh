@@ -87,7 +87,8 @@ progress() { echo "[${SECONDS}s] $*"; }
 start_two_loops() {
     write_conf "$1"
     start_target "$conf"
-    grep -q '2 event loops (threads = 2)' "$LOGS/target.log" || fail "the target did not start 2 loops"
+    stats_check "$conf" "$LOGS/stats.json" "len(s['loops']) == 2" ||
+        fail "the target does not run 2 event loops (stats.json)"
     BASE="0 0"
 }
 
