@@ -147,6 +147,20 @@ rb_wc_invalidated(const struct ibv_wc *wc, uint32_t rkey, int rxe_quirk)
 	       wc->invalidated_rkey == rkey;
 }
 
+/* A QP in error flushes every outstanding WR, and the receive CQ is polled
+ * first: the error that broke the QP (a send's retries run out, say) can
+ * come after the flushes it caused, in the same batch. */
+const char *
+rb_wc_batch_cause(const struct ibv_wc *wc, int n)
+{
+	int i;
+
+	for (i = 0; i < n; i++)
+		if (wc[i].status != IBV_WC_SUCCESS && wc[i].status != IBV_WC_WR_FLUSH_ERR)
+			return ibv_wc_status_str(wc[i].status);
+	return "queue pair flushed";
+}
+
 static const char *
 wr_kind_name(enum rb_wr_kind kind)
 {
@@ -159,16 +173,18 @@ wr_kind_name(enum rb_wr_kind kind)
 	}
 }
 
+/* wc is one of the n completions of batch (for the reason a flush gives). */
 static void
-handle_wc_locked(struct rb_conn *conn, const struct ibv_wc *wc,
-		 const struct rb_slot *self, struct wake *w)
+handle_wc_locked(struct rb_conn *conn, const struct ibv_wc *wc, const struct ibv_wc *batch,
+		 int n, const struct rb_slot *self, struct wake *w)
 {
 	const struct rb_wr_ctx *ctx = (const void *)(uintptr_t)wc->wr_id;
 
 	if (wc->status != IBV_WC_SUCCESS) {
 		/* Only wr_id, status, qp_num and vendor_err are valid here. */
 		if (wc->status == IBV_WC_WR_FLUSH_ERR) {
-			rb_conn_mark_dead_locked(conn, "queue pair flushed");
+			if (!conn->dead)
+				rb_conn_mark_dead_locked(conn, rb_wc_batch_cause(batch, n));
 			return;
 		}
 		rb_log(RB_LOG_ERROR, "%s:%u: %s failed: %s (vendor_err %#x)",
@@ -243,7 +259,7 @@ rb_cq_poll_empty(struct rb_conn *conn, struct rb_slot *self, int *self_done)
 		if (ns < 0)
 			ns = 0;
 		for (i = 0; i < nr + ns; i++)
-			handle_wc_locked(conn, &wc[i], self, &w);
+			handle_wc_locked(conn, &wc[i], wc, nr + ns, self, &w);
 		done = conn->dead || (self != NULL && !rb_slot_awaiting(self));
 		pthread_mutex_unlock(&conn->lock);
 		wake_all(conn, &w);

@@ -299,6 +299,9 @@ int  rb_cq_poll_empty(struct rb_conn *conn, struct rb_slot *self, int *self_done
  * rxe reports it with the kernel's bit, which reads as IBV_WC_IP_CSUM_OK),
  * never from the key field alone. */
 int  rb_wc_invalidated(const struct ibv_wc *wc, uint32_t rkey, int rxe_quirk);
+/* Why a batch of n completions with flushes in it says the QP broke: the
+ * status of its first error that is not a flush, else "queue pair flushed". */
+const char *rb_wc_batch_cause(const struct ibv_wc *wc, int n);
 
 /* wait.c: leader/follower.  Wait until slot s (POSTED by the caller) is
  * DONE: 0, -EAGAIN if the connection died first, -EIO on the deadline
