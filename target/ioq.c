@@ -19,7 +19,7 @@ struct ioq {
 	unsigned inflight;          /* jobs submitted, not yet completed */
 	struct workq *wq;
 	struct compq *cq;
-	struct ioq_deferred *deferred;
+	SLIST_HEAD(, ioq_deferred) deferred;
 	struct ioq_stats stats;
 };
 
@@ -71,6 +71,7 @@ ioq_create(enum ioq_engine want, unsigned entries, unsigned nthreads)
 		return NULL;
 	}
 	q->efd = -1;
+	SLIST_INIT(&q->deferred);
 	q->engine = IOQ_THREADS;
 	if (want == IOQ_IO_URING && ioq_ring_init(q, entries) == 0)
 		q->engine = IOQ_IO_URING;
@@ -134,7 +135,7 @@ ioq_worker_fd(const struct ioq *q)
 int
 ioq_pending(const struct ioq *q)
 {
-	return q->queued > 0 || q->deferred != NULL;
+	return q->queued > 0 || !SLIST_EMPTY(&q->deferred);
 }
 
 unsigned
@@ -273,8 +274,7 @@ ioq_defer(struct ioq *q, struct ioq_deferred *d)
 	if (d->queued)
 		return;
 	d->queued = 1;
-	d->next = q->deferred;
-	q->deferred = d;
+	SLIST_INSERT_HEAD(&q->deferred, d, link);
 }
 
 static void
@@ -282,9 +282,8 @@ ioq_run_deferred(struct ioq *q)
 {
 	struct ioq_deferred *d;
 
-	while ((d = q->deferred) != NULL) {
-		q->deferred = d->next;
-		d->next = NULL;
+	while ((d = SLIST_FIRST(&q->deferred)) != NULL) {
+		SLIST_REMOVE_HEAD(&q->deferred, link);
 		d->queued = 0;
 		d->fn(d);
 	}

@@ -24,6 +24,7 @@
 #define RDMABLK_TARGET_IOQ_H
 
 #include <stdint.h>
+#include <sys/queue.h>
 
 #include "workq.h"
 
@@ -42,7 +43,7 @@ struct ioq_stats {
 /* Work to do just before the next submit (a flusher starting its batch
  * once the round's writes have all joined it). */
 struct ioq_deferred {
-	struct ioq_deferred *next;
+	SLIST_ENTRY(ioq_deferred) link;
 	void (*fn)(struct ioq_deferred *d);
 	int queued;
 };
