@@ -84,7 +84,6 @@ conn_handle_wc(struct conn *c, const struct ibv_wc *wc)
 	/* On error only wr_id, status, qp_num and vendor_err are valid. */
 	struct wr_ctx *ctx = (struct wr_ctx *)(uintptr_t)wc->wr_id;
 	int ok = wc->status == IBV_WC_SUCCESS;
-	int broke = !ok && wc->status != IBV_WC_WR_FLUSH_ERR && c->state != CONN_ERROR;
 
 	c->alive_seen |= ok;
 	if (!ok) {
@@ -94,6 +93,11 @@ conn_handle_wc(struct conn *c, const struct ibv_wc *wc)
 			log_warnx("%s: %s completion failed: %s (vendor error 0x%x)", c->peer,
 				  wr_type_name(ctx->type), ibv_wc_status_str(wc->status),
 				  wc->vendor_err);
+			/* A failed probe is one whose error puts the connection
+			 * in error: not the late error of one already counted
+			 * unanswered. */
+			if (ctx->type == WR_PROBE && c->state != CONN_ERROR)
+				stats_count(c->t, &c->t->stats.probes[STATS_PROBE_FAILED]);
 			conn_fail(c, "work completion error");
 		}
 	}
@@ -137,10 +141,6 @@ conn_handle_wc(struct conn *c, const struct ibv_wc *wc)
 		c->send_done++;
 		c->sq_used--;
 		c->probe_busy = 0;
-		/* Failed: its error put the connection in error (not an
-		 * unanswered probe's late error, already counted). */
-		if (broke)
-			stats_count(c->t, &c->t->stats.probes[STATS_PROBE_FAILED]);
 		break;
 	}
 }

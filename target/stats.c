@@ -78,24 +78,21 @@ stats_refusal_name(enum stats_refusal r)
 	return (unsigned)r < STATS_REFUSED__COUNT ? stats_refusal_names[r] : "?";
 }
 
-/* One event of kind `kind` in counters[0..n-1], under t->lock (a kind out
- * of range is not counted). */
-static void
-count_kind(struct target *t, uint64_t *counters, unsigned n, unsigned kind)
-{
-	if (kind >= n)
-		return;
-	target_lock(t);
-	counters[kind]++;
-	target_unlock(t);
-}
-
 void
 stats_count(struct target *t, uint64_t *counter)
 {
 	target_lock(t);
 	(*counter)++;
 	target_unlock(t);
+}
+
+/* One event of kind `kind` in counters[0..n-1], under t->lock (a kind out
+ * of range is not counted). */
+static void
+count_kind(struct target *t, uint64_t *counters, unsigned n, unsigned kind)
+{
+	if (kind < n)
+		stats_count(t, &counters[kind]);
 }
 
 void
