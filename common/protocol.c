@@ -320,6 +320,7 @@ rb_request_encode(void *buf, const struct rb_req_info *r)
 	memset(m, 0, sizeof(*m));
 	hdr_put(m, RB_MSG_REQUEST, len);
 	m->opcode = r->opcode;
+	m->ttl = r->ttl;
 	m->flags = htole16(r->flags);
 	m->tag = htole64(r->tag);
 	m->offset = htole64(r->offset);
@@ -340,6 +341,7 @@ rb_request_decode(const void *buf, size_t len, struct rb_req_info *r,
 	if (rc < 0)
 		return rc;
 	r->opcode = m->opcode;
+	r->ttl = m->ttl;
 	r->flags = le16toh(m->flags);
 	r->tag = le64toh(m->tag);
 	r->offset = le64toh(m->offset);
@@ -347,10 +349,6 @@ rb_request_decode(const void *buf, size_t len, struct rb_req_info *r,
 	r->rkey = le32toh(m->rkey);
 	r->addr = le64toh(m->addr);
 	r->inline_data = NULL;
-	if (m->reserved0 != 0) {
-		WHY("reserved request field is not zero");
-		return -EPROTO;
-	}
 	if (r->opcode >= RB_OP__COUNT) {
 		WHY("unknown opcode");
 		return -EINVAL;
@@ -670,6 +668,7 @@ static const struct {
 	{ RB_EOVERFLOW, EOVERFLOW,  "EOVERFLOW" },
 	{ RB_ENOTSUP,   ENOTSUP,    "ENOTSUP" },
 	{ RB_ESHUTDOWN, ESHUTDOWN,  "ESHUTDOWN" },
+	{ RB_ETIMEDOUT, ETIMEDOUT,  "ETIMEDOUT" },
 };
 
 const char *

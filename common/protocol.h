@@ -94,7 +94,10 @@ enum rb_opcode {
 #define RB_EXP_SHARED      0x0100u  /* `shared = yes`: other targets serve the same
 				     * backend, and what this one acknowledged
 				     * (FLUSH included) holds there too */
-#define RB_EXP_FLAGS_ALL   0x01ffu
+#define RB_EXP_TTL         0x0200u  /* the target honours a request's ttl: it never
+				     * starts the backing I/O of a request more
+				     * than ttl seconds after it arrived */
+#define RB_EXP_FLAGS_ALL   0x03ffu
 
 /* HELLO flags (initiator wishes). */
 #define RB_HELLO_SEND_INV   0x0001u /* reply SENDs may invalidate the request rkey */
@@ -119,7 +122,8 @@ enum rb_error {
 	RB_EPROTO    = 71,   /* protocol violation (version, sequence) */
 	RB_EOVERFLOW = 75,   /* offset + length beyond the export */
 	RB_ENOTSUP   = 95,   /* operation not supported by this export */
-	RB_ESHUTDOWN = 108,  /* target is shutting down */
+	RB_ESHUTDOWN = 108,  /* target is shutting down, or fenced off a shared image */
+	RB_ETIMEDOUT = 110,  /* not started within its ttl: nothing was done, resend */
 };
 
 /* Connection private data, both directions: 16 bytes, within RC's 56. */
@@ -180,7 +184,9 @@ struct rb_hello_reply {
 struct rb_request {
 	struct rb_msg_hdr hdr;
 	uint8_t  opcode;         /* enum rb_opcode */
-	uint8_t  reserved0;
+	uint8_t  ttl;            /* with RB_EXP_TTL: start its backing I/O within
+				  * this many seconds of its arrival, or not at
+				  * all (RB_ETIMEDOUT); 0: no limit */
 	uint16_t flags;          /* RB_REQ_* */
 	uint64_t tag;            /* opaque, echoed in the reply */
 	uint64_t offset;         /* bytes into the export */
@@ -252,6 +258,7 @@ struct rb_export_info {
 
 struct rb_req_info {
 	uint8_t  opcode;
+	uint8_t  ttl;              /* seconds; 0: none (docs/protocol.md) */
 	uint16_t flags;
 	uint64_t tag, offset, addr;
 	uint32_t length, rkey;

@@ -102,18 +102,6 @@ sc_reserved_header(void)
 }
 
 static int
-sc_reserved_request(void)
-{
-	char msg[sizeof(struct rb_request)];
-	struct rb_request *m = (struct rb_request *)msg;
-
-	req_msg(msg, RB_OP_READ, 0, 1, 0, 4096, 0, 0);
-	m->reserved0 = 0x80;
-	return message_expect_closed("a READ with a non-zero reserved field", msg, sizeof(msg),
-				     1);
-}
-
-static int
 sc_truncated_request(void)
 {
 	char msg[sizeof(struct rb_request)];
@@ -494,7 +482,6 @@ const struct scenario request_scenarios[] = {
 	{ "unknown-type", sc_unknown_type },
 	{ "wrong-type", sc_wrong_type },
 	{ "reserved-header", sc_reserved_header },
-	{ "reserved-request", sc_reserved_request },
 	{ "truncated-request", sc_truncated_request },
 	{ "inline-mismatch", sc_inline_mismatch },
 	/* invalid requests: error replies */

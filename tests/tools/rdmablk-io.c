@@ -152,6 +152,7 @@ cmd_info(struct rb_client *c)
 	print_flag(d->flags, RB_EXP_DURABLE_ALL, "durable_all", &first);
 	print_flag(d->flags, RB_EXP_FAST_ZERO, "fast_zero", &first);
 	print_flag(d->flags, RB_EXP_SHARED, "shared", &first);
+	print_flag(d->flags, RB_EXP_TTL, "ttl", &first);
 	printf("\n");
 	printf("read_only=%d\n", (d->flags & RB_EXP_READ_ONLY) != 0);
 	printf("qd=%u\n", d->queue_depth);
