@@ -4,6 +4,7 @@
 #include "conn.h"
 #include "log.h"
 #include "request.h"
+#include "util.h"
 
 static void
 conn_request(struct conn *c, struct recv_buf *rb)
@@ -13,6 +14,7 @@ conn_request(struct conn *c, struct recv_buf *rb)
 		return;
 	}
 	c->credits_used++;
+	rb->arrived_ns = rb_now_ns();
 	/* When every slot waits for a SEND completion, the message waits. */
 	STAILQ_INSERT_TAIL(&c->backlog, rb, backlog_link);
 	conn_start_backlog(c);

@@ -35,6 +35,7 @@ struct recv_buf {
 	char *buf;
 	uint32_t lkey;              /* of the region buf is in */
 	uint32_t len;               /* received bytes */
+	uint64_t arrived_ns;        /* a REQUEST's: when it was received (its ttl) */
 };
 
 /* One registered block of receive buffers. */

@@ -350,7 +350,8 @@ exports_any_allows(struct target *t, const struct sockaddr *sa)
 uint32_t
 export_flags(const struct export *e)
 {
-	uint32_t f = RB_EXP_MULTI_CONN;
+	/* TTL: every request's ttl is honoured (request-exec.c). */
+	uint32_t f = RB_EXP_MULTI_CONN | RB_EXP_TTL;
 
 	if (e->cfg->shared)
 		f |= RB_EXP_SHARED;

@@ -183,19 +183,19 @@ imglock_destroy(struct imglock *l)
 	free(l);
 }
 
-int
+enum imglock_state
 imglock_want(struct imglock *l)
 {
-	int owner;
+	enum imglock_state st;
 
 	pthread_mutex_lock(&l->ht.mu);
 	if (!l->want) {
 		l->want = 1;
 		pthread_cond_signal(&l->ht.cond);
 	}
-	owner = l->owner;
+	st = !l->owner ? IMGLOCK_WAITING : l->lost ? IMGLOCK_LOST : IMGLOCK_OWNER;
 	pthread_mutex_unlock(&l->ht.mu);
-	return owner;
+	return st;
 }
 
 void

@@ -37,9 +37,11 @@ struct imglock *imglock_create(rbd_image_t image, const char *name, int notify_f
 /* Stops the thread and releases the lock if held (no write may be in
  * flight). */
 void imglock_destroy(struct imglock *l);
-/* 1 when the lock is ours now (writes may go); else 0, and the thread
- * tries to take it. */
-int  imglock_want(struct imglock *l);
+/* IMGLOCK_OWNER when the lock is ours now (writes may go);
+ * IMGLOCK_LOST when we took it and lost it (writes must fail over:
+ * another client writes the image now); else IMGLOCK_WAITING, and the
+ * thread tries to take it. */
+enum imglock_state imglock_want(struct imglock *l);
 /* Nothing needs the lock any more: the thread releases it. */
 void imglock_idle(struct imglock *l);
 void imglock_get_stats(struct imglock *l, struct imglock_stats *st);

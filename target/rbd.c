@@ -188,6 +188,13 @@ rbd_start(struct rbd_backing *b, struct job *j)
 static void
 rbd_route(struct rbd_backing *b, struct job *j)
 {
+	enum imglock_state lock;
+
+	if (!job_may_start(j, 1)) {
+		/* Its initiator gave up on it while it was held. */
+		rbd_fail_later(b, j, -ECANCELED);
+		return;
+	}
 	if (b->ro != NULL && rbd_reopen_ready(b->ro)) {
 		/* Nothing new on the fenced session: it would fail. */
 		STAILQ_INSERT_TAIL(&b->held, j, link);
@@ -201,7 +208,18 @@ rbd_route(struct rbd_backing *b, struct job *j)
 			rbd_fail_later(b, j, -EROFS);
 		return;
 	}
-	if (needs_lock(j) && (!STAILQ_EMPTY(&b->waiting) || !imglock_want(b->s->lock))) {
+	if (!needs_lock(j)) {
+		rbd_start(b, j);
+		return;
+	}
+	lock = imglock_want(b->s->lock);
+	if (lock == IMGLOCK_LOST) {
+		/* Another client writes the image now: this target is fenced
+		 * off it, and its initiators must go there (ESHUTDOWN). */
+		rbd_fail_later(b, j, -ESHUTDOWN);
+		return;
+	}
+	if (!STAILQ_EMPTY(&b->waiting) || lock != IMGLOCK_OWNER) {
 		/* In order behind the writes already waiting. */
 		if (STAILQ_EMPTY(&b->waiting))
 			b->wait_start_ns = rb_now_ns();
@@ -227,29 +245,59 @@ rbd_complete(struct rbd_backing *b, struct job *j)
 	j->done(j);
 }
 
-/* Writes that waited: start them once the lock is ours, fail them after
- * RBD_LOCK_WAIT_S. */
+/* Jobs that wait (for the lock, or for a new session) and that their
+ * initiator gave up on: their connection failed, or their ttl passed.
+ * They complete with -ECANCELED, never having started (workq.h). */
+static void
+rbd_cull(struct rbd_backing *b, struct job_list *q)
+{
+	struct job_list keep, gone;
+	struct job *j;
+
+	STAILQ_INIT(&keep);
+	STAILQ_INIT(&gone);
+	while ((j = STAILQ_FIRST(q)) != NULL) {
+		STAILQ_REMOVE_HEAD(q, link);
+		if (job_may_start(j, 1)) {
+			STAILQ_INSERT_TAIL(&keep, j, link);
+		} else {
+			j->result = -ECANCELED;
+			STAILQ_INSERT_TAIL(&gone, j, link);
+		}
+	}
+	STAILQ_CONCAT(q, &keep);
+	while ((j = STAILQ_FIRST(&gone)) != NULL) {
+		STAILQ_REMOVE_HEAD(&gone, link);
+		rbd_complete(b, j);
+	}
+}
+
+/* Writes that waited: start them once the lock is ours (those still
+ * wanted: rbd_cull), fail them after RBD_LOCK_WAIT_S, or with ESHUTDOWN
+ * once the lock was lost. */
 static void
 rbd_lock_waiters(struct rbd_backing *b)
 {
 	struct job *j;
-	int owner, expired;
+	enum imglock_state lock;
+	int expired;
 
+	rbd_cull(b, &b->waiting);
 	if (STAILQ_EMPTY(&b->waiting))
 		return;
-	owner = imglock_want(b->s->lock);
+	lock = imglock_want(b->s->lock);
 	expired = rb_now_ns() - b->wait_start_ns >= RBD_LOCK_WAIT_S * 1000000000ull;
-	if (!owner && !expired)
+	if (lock == IMGLOCK_WAITING && !expired)
 		return;
-	if (!owner)
+	if (lock == IMGLOCK_WAITING)
 		log_warnx("export %s: no exclusive lock after %d s: failing the writes that "
 			  "waited for it with EIO", b->p.name, RBD_LOCK_WAIT_S);
 	while ((j = STAILQ_FIRST(&b->waiting)) != NULL) {
 		STAILQ_REMOVE_HEAD(&b->waiting, link);
-		if (owner) {
+		if (lock == IMGLOCK_OWNER) {
 			rbd_start(b, j);
 		} else {
-			j->result = -EIO;
+			j->result = lock == IMGLOCK_LOST ? -ESHUTDOWN : -EIO;
 			rbd_complete(b, j);
 		}
 	}
@@ -335,6 +383,11 @@ int
 rbd_backing_tick(struct rbd_backing *b, int failed)
 {
 	uint64_t now;
+
+	/* A failed connection's waiting jobs go now, not when the lock or
+	 * the new session comes. */
+	rbd_cull(b, &b->held);
+	rbd_lock_waiters(b);
 
 	if (b->ro != NULL && rbd_reopen_finished(b->ro)) {
 		rbd_reopen_destroy(b->ro);

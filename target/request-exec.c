@@ -4,6 +4,7 @@
  * (an error, durability through the flusher).  request.c's req_process
  * calls these; it alone moves the state. */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "conn.h"
@@ -16,6 +17,54 @@
 #define REQ_DISCARD_CHUNK (64u << 20)
 
 static void req_job_complete(struct job *j);
+
+/* Test hook (docs/testing.md): RDMABLK_TEST_START_STALE=1 starts every
+ * request's backing I/O however late, as before ttls, so that a test
+ * shows it can see the stale write this prevents. */
+int
+req_start_stale(void)
+{
+	static int on = -1;
+
+	if (on < 0) {
+		on = getenv("RDMABLK_TEST_START_STALE") != NULL;
+		if (on)
+			log_warnx("test hook: requests start however late, even for a "
+				  "failed connection (RDMABLK_TEST_START_STALE)");
+	}
+	return on;
+}
+
+int
+req_expired(const struct req *r)
+{
+	if (req_start_stale())
+		return 0;
+	return r->c->state == CONN_ERROR ||
+	       (r->start_by_ns != 0 && rb_now_ns() >= r->start_by_ns);
+}
+
+/* A job that waits before it starts (an RBD lock, a worker's queue)
+ * asks this on the event loop first (workq.h). */
+static int
+req_job_may_start(const struct job *j)
+{
+	return !req_expired(j->owner);
+}
+
+/* Its ttl passed before its backing I/O could start: nothing was done,
+ * and the initiator, which has given up on this copy, may resend it. */
+static enum req_state
+req_not_started(struct req *r)
+{
+	struct conn *c = r->c;
+
+	log_info("%s: %s tag %llu: not started within its ttl of %u s: ETIMEDOUT", c->peer,
+		  rb_opcode_name(r->info.opcode), (unsigned long long)r->info.tag,
+		  r->info.ttl);
+	r->status = RB_ETIMEDOUT;
+	return REQ_READY_TO_REPLY;
+}
 
 /* A write-type request must be on stable storage before its reply. */
 static int
@@ -106,6 +155,13 @@ req_execute(struct req *r)
 	struct ioq *io = c->loop->ioq;
 	struct job *j = &r->job;
 
+	if (req_expired(r)) {
+		if (r->slot_wait) {
+			r->slot_wait = 0;
+			c->slot_waiters--;
+		}
+		return req_not_started(r);
+	}
 	if (is_slow_op(r->info.opcode)) {
 		if (c->slow_inflight >= c->slow_quota) {
 			/* conn_resume wakes it when one of ours is done. */
@@ -128,6 +184,8 @@ req_execute(struct req *r)
 	j->len = r->info.length;
 	j->done = req_job_complete;
 	j->owner = r;
+	j->start_by_ns = req_start_stale() ? 0 : r->start_by_ns;
+	j->may_start = req_job_may_start;
 	switch (r->info.opcode) {
 	case RB_OP_READ:
 		j->op = JOB_READ;
@@ -181,7 +239,7 @@ req_job_returned(struct req *r)
 	struct conn *c = r->c;
 
 	if (is_slow_op(r->info.opcode) && r->io_result == 0 &&
-	    r->chunk_end < r->info.offset + r->info.length) {
+	    r->chunk_end < r->info.offset + r->info.length && !req_expired(r)) {
 		req_chunk_next(r, r->chunk_end);
 		c->io_inflight++;
 		ioq_submit(c->loop->ioq, &r->job);
@@ -215,6 +273,14 @@ req_executed(struct req *r)
 	struct conn *c = r->c;
 	struct export *e = c->exp;
 
+	if (r->io_result == -ECANCELED)
+		return req_not_started(r);    /* its job never started (workq.h) */
+	if (is_slow_op(r->info.opcode) && r->io_result == 0 &&
+	    r->chunk_end < r->info.offset + r->info.length) {
+		/* Its ttl passed between two pieces: the rest was not done. */
+		req_slow_put(r);
+		return req_not_started(r);
+	}
 	if (r->io_result < 0) {
 		log_warnx("%s: export %s: %s at %llu+%u: %s", c->peer, e->cfg->name,
 			  rb_opcode_name(r->info.opcode),

@@ -88,6 +88,9 @@ req_validate(struct req *r)
 		conn_fail(c, why);
 		return REQ_COMPLETED;
 	}
+	/* Start its backing I/O within ttl seconds of its arrival, or never. */
+	r->start_by_ns = r->info.ttl == 0 ? 0 :
+		r->rb->arrived_ns + (uint64_t)r->info.ttl * 1000000000u;
 	r->status = rb_request_validate(&r->info, &c->lim, &why);
 	if (r->status != RB_OK) {
 		log_debug("%s: %s tag %llu: %s (%s)", c->peer,

@@ -68,6 +68,7 @@ struct req {
 	int data_orphan;            /* the RDMA WRITE was posted, its SEND was not:
 	                             * the WRITE's (flush) completion frees it */
 	uint64_t start_ns;          /* for its latency; 0 with stats = no */
+	uint64_t start_by_ns;       /* its ttl: no backing I/O starts after; 0: none */
 	uint8_t reply[sizeof(struct rb_reply)];
 };
 
@@ -99,6 +100,11 @@ enum req_state req_job_returned(struct req *r);
 enum req_state req_executed(struct req *r);
 /* DURABILITY_WAIT, its sync back: READY_TO_REPLY, durable or not. */
 enum req_state req_synced(struct req *r);
+/* Its ttl passed, or its connection is in error: its backing I/O must not
+ * start (docs/durability.md, "Failover"). */
+int  req_expired(const struct req *r);
+/* The test hook RDMABLK_TEST_START_STALE is set (docs/testing.md). */
+int  req_start_stale(void);
 /* Give back the slow-job slot, if r holds one. */
 void req_slow_put(struct req *r);
 

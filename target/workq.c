@@ -36,7 +36,11 @@ worker_main(void *arg)
 			break;
 		STAILQ_REMOVE_HEAD(&wq->jobs, link);
 		pthread_mutex_unlock(&wq->lock);
-		job_execute(j);
+		/* Not after its initiator gave up on it (workq.h). */
+		if (job_may_start(j, 0))
+			job_execute(j);
+		else
+			j->result = -ECANCELED;
 		compq_push(wq->cq, j);
 		pthread_mutex_lock(&wq->lock);
 	}

@@ -44,7 +44,27 @@ struct job {
 	uint32_t done_bytes;       /* io_uring: transferred so far (short I/O) */
 	job_done_fn *done;         /* on the event-loop thread */
 	void    *owner;
+	/* A job that may wait before it starts (a worker's queue, an RBD
+	 * image's lock) starts only if it is still wanted, else it completes
+	 * with -ECANCELED having touched nothing (docs/durability.md):
+	 * start_by_ns (0: no limit) is checked on any thread, may_start (NULL:
+	 * always) on the event loop only.  A job that has moved bytes has
+	 * started and is never cancelled. */
+	uint64_t start_by_ns;
+	int    (*may_start)(const struct job *j);
 };
+uint64_t rb_now_ns(void);
+/* 1 when j may still start now: start_by_ns has not passed and, on the
+ * event loop (on_loop), may_start says so. */
+static inline int
+job_may_start(const struct job *j, int on_loop)
+{
+	if (j->done_bytes != 0)
+		return 1;           /* started: a short transfer's rest */
+	if (j->start_by_ns != 0 && rb_now_ns() >= j->start_by_ns)
+		return 0;
+	return !on_loop || j->may_start == NULL || j->may_start(j);
+}
 
 /* backing.c: run one job synchronously (a worker thread's body; also
  * used by tests). */

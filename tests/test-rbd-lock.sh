@@ -2,9 +2,10 @@
 # Two targets, one image: only the target holding the image's exclusive lock writes it.
 # Target A serves a writer; a write sent to target B meanwhile is not in the image (rbd export)
 # while A lives; once A is killed -9, B takes the lock over (librbd breaks the dead holder's
-# lock when its watch lapsed, 10 s in the test cluster) and the same write lands. Control: while
-# A is idle (no connection, lock released), a write through B lands at once, so the check that
-# B's data is absent can see it when it is there. --stats shows each side's lock state (owner,
+# lock when its watch lapsed, 10 s in the test cluster) and the same write lands; while it
+# waits, its ttl passes, B answers ETIMEDOUT having written nothing, and the initiator resends
+# it. Control: while A is idle (no connection, lock released), a write through B lands at once,
+# so the check that B's data is absent can see it when it is there. --stats shows each side's lock state (owner,
 # waiting, none) and counts the takeover.
 # shellcheck source=tests/ceph-lib.sh
 . "$(dirname "$0")/ceph-lib.sh"
@@ -59,6 +60,14 @@ wait_for 60 grep -q 'rbd_lock_acquire: .*writes wait for the lock' "$LOGS/b.log"
 _gone "$bwrite" && fail "B's write finished while A held the lock: $(cat "$LOGS/b-write.log")"
 rbd_lock_is "$T/b.conf" rbd0 waiting || fail "B's --stats does not show it waiting for the lock"
 ok "while A writes, B's write waits for the lock (--stats: A owner, B waiting) and is not in the image"
+# Its ttl (10 s with a 120 s timeout): B answers ETIMEDOUT having done nothing, and the initiator
+# sends it again, to wait once more (docs/rbd.md).
+wait_for 60 grep -q 'not started within its ttl of 10 s' "$LOGS/b.log" ||
+    fail "B did not answer the waiting write when its ttl passed"
+wait_for 30 grep -q 'not started within its ttl.*resending it' "$LOGS/b-write.log" ||
+    fail "the initiator did not resend the write B answered ETIMEDOUT"
+! in_image 2097152 65536 22 ttl || fail "B wrote the image after the write's ttl passed"
+ok "the waiting write's ttl passed: B answered ETIMEDOUT, the initiator resent it, nothing landed"
 
 t0=$SECONDS
 kill -KILL "$pid_a"

@@ -3,6 +3,7 @@
  * binary links request.o and request-exec.o alone (Makefile), and what
  * they call on the connection, the pool, the ioq and the flusher are the
  * fakes below, which record what was asked of them.  Exits 0 or 1. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -221,12 +222,17 @@ setup(enum durability d, unsigned pool_bufs)
 	req_init(&r, &c);
 }
 
+/* The next start()'s ttl, and how long ago it arrived. */
+static uint8_t next_ttl;
+static uint64_t next_age_ns;
+
 /* A REQUEST arrives on the slot. */
 static void
 start(uint8_t op, uint16_t flags, uint64_t off, uint32_t len)
 {
 	struct rb_req_info info = {
 		.opcode = op, .flags = flags, .tag = 42, .offset = off, .length = len,
+		.ttl = next_ttl,
 	};
 
 	if (op == RB_OP_READ || op == RB_OP_WRITE) {
@@ -237,6 +243,9 @@ start(uint8_t op, uint16_t flags, uint64_t off, uint32_t len)
 	memset(&rb, 0, sizeof(rb));
 	rb.buf = msg;
 	rb.len = (uint32_t)rb_request_encode(msg, &info);
+	rb.arrived_ns = rb_now_ns() - next_age_ns;
+	next_ttl = 0;
+	next_age_ns = 0;
 	c.credits_used++;
 	req_start(&r, &rb);
 }
@@ -440,6 +449,41 @@ test_trim_error_mid_run(void)
 	CHECK(c.slow_inflight == 0 && c.io_inflight == 0);
 }
 
+/* A request whose ttl passed before its backing I/O could start is
+ * answered ETIMEDOUT and never started; one within its ttl starts, and
+ * carries its start-by time to the job.  A job that comes back
+ * -ECANCELED (it waited, and its ttl passed) is ETIMEDOUT too, and does
+ * not fail the export. */
+static void
+test_ttl(void)
+{
+	struct rb_rep_info rep;
+
+	setup(DURABILITY_FUA, 1);
+	next_ttl = 2;
+	next_age_ns = 3000000000ull;
+	start(RB_OP_TRIM, 0, 0, 4096);
+	CHECK(fake.jobs == 0 && r.state == REQ_REPLYING);
+	rep = reply();
+	CHECK(rep.error == RB_ETIMEDOUT);
+	send_completes(1);
+
+	setup(DURABILITY_FUA, 1);
+	next_ttl = 10;
+	start(RB_OP_READ, 0, 0, 4096);
+	CHECK(fake.jobs == 1 && r.state == REQ_EXECUTING);
+	CHECK(fake.last_job->start_by_ns > rb_now_ns() + 9000000000ull &&
+	      fake.last_job->may_start != NULL && job_may_start(fake.last_job, 1));
+	c.state = CONN_ERROR;
+	CHECK(!job_may_start(fake.last_job, 1));   /* its connection failed */
+	c.state = CONN_READY;
+	job_returns(-ECANCELED);
+	CHECK(r.state == REQ_TRANSFERRING_TO_HOST || r.state == REQ_REPLYING);
+	rep = reply();
+	CHECK(rep.error == RB_ETIMEDOUT && fake.failed == 0);
+	send_completes(1);
+}
+
 static void
 test_bad_range(void)
 {
@@ -465,6 +509,7 @@ main(void)
 	test_trim_in_pieces();
 	test_trim_error_mid_run();
 	test_bad_range();
+	test_ttl();
 	printf("test-request: %d checks, %d failed\n", checks, failures);
 	return failures != 0;
 }

@@ -1,0 +1,102 @@
+#!/bin/bash
+# Two targets, one image: a write that waits at B for the image's exclusive lock, and whose
+# initiator then dies, never lands (docs/durability.md, "Failover").
+#
+# A holds the lock for a session that wrote block X. A write W1(X, d1) sent to B waits there for
+# the lock; its initiator is killed -9, so B's connection fails with W1 still waiting. A then
+# acknowledges W2(X, d2) and, its session closed, releases the lock. B must have failed W1 when
+# its connection failed: B's connection is freed, B stops asking for the lock, and the image
+# (read by `rbd export`, no target involved) holds d2.
+#
+# Negative control, in the same run: B started with RDMABLK_TEST_START_STALE=1 (the old
+# behaviour: a waiting job starts when the lock comes, whatever became of its connection). Then
+# B takes the lock once A released it, runs W1, and the image holds d1: the newer acknowledged
+# write is undone, and this test sees it.
+# shellcheck source=tests/ceph-lib.sh
+. "$(dirname "$0")/ceph-lib.sh"
+# shellcheck source=tests/plugin-conf.sh
+. "$(dirname "$0")/plugin-conf.sh"
+
+require_ceph
+require_rdma
+requires_file "$IO" "$BUILD/tests/rdmablk-session" "$BUILD/rdmablk-target"
+
+X=1048576      # block X: 64 KiB at 1 MiB
+ceph_up rbd img0 16M
+write_rbd_target_conf "$T/a.conf" 10824
+write_rbd_target_conf "$T/b.conf" 10825
+
+# image_holds SEED NAME: block X of the image, read by rbd itself, holds SEED's pattern.
+image_holds() {
+    step "export-$2" rbd_cmd export rbd/img0 "$T/img-$2" || fail "rbd export failed (export-$2.log)"
+    cmp <(dd if="$T/img-$2" bs=64K skip=$((X / 65536)) count=1 2>/dev/null) \
+        <("$IO" pattern "$X" 65536 "$1") >>"$LOGS/export-$2.log" 2>&1
+}
+
+# session_do NAME CMD...: one command of the rdmablk-session NAME (its stdin is fd 7); true when
+# it answered ok.
+session_do() {
+    local n
+    n=$(grep -c . "$LOGS/$1-session.log")
+    echo "${@:2}" >&7
+    wait_for 60 _answered "$LOGS/$1-session.log" "$n" || fail "session $1: no answer to '${*:2}'"
+    tail -n 1 "$LOGS/$1-session.log" | grep -qx ok
+}
+_answered() { [ "$(grep -c . "$1")" -gt "$2" ]; }
+
+# round NAME [B-WRAP]: the sequence above, target B started under B-WRAP (TARGET_WRAP, e.g.
+# "env VAR=1"); leaves both targets stopped.
+round() {
+    local name=$1 bio pid_a pid_b
+    TARGET_NAME=a start_target "$T/a.conf"
+    pid_a=$TARGET_PID
+    TARGET_NAME=b TARGET_WRAP=${2:-} start_target "$T/b.conf"
+    pid_b=$TARGET_PID
+
+    mkfifo "$T/$name-a.in"
+    "$BUILD/tests/rdmablk-session" -H "$RDMABLK_ADDR" -p 10824 -e rbd0 -t 30 -k 0 \
+        <"$T/$name-a.in" >"$LOGS/$name-a-session.log" 2>&1 &
+    track_pid $!
+    exec 7>"$T/$name-a.in"
+    wait_for 60 grep -qx ready "$LOGS/$name-a-session.log" || fail "$name: session on A did not connect"
+    session_do "$name-a" write "$X" 65536 1 || fail "$name: A did not acknowledge the first write"
+    rbd_lock_is "$T/a.conf" rbd0 owner || fail "$name: A does not hold the lock"
+
+    "$IO" -H "$RDMABLK_ADDR" -p 10825 -e rbd0 -t 120 write "$X" 65536 2 >"$LOGS/$name-w1.log" 2>&1 &
+    bio=$!
+    track_pid "$bio"
+    wait_for 60 rbd_lock_is "$T/b.conf" rbd0 waiting || fail "$name: W1 does not wait at B for the lock"
+    kill -KILL "$bio"
+    wait "$bio" 2>/dev/null || true
+    ok "$name: W1($X, d1) waits at B for A's lock; its initiator was killed -9"
+
+    if [ "$name" = fixed ]; then
+        # The failed connection's waiting write went with it: B lets the lock be.
+        wait_for 60 conns_are "$T/b.conf" 0 || fail "$name: B still holds the dead connection"
+        wait_for 30 rbd_lock_is "$T/b.conf" rbd0 none || fail "$name: B still waits for the lock"
+        ok "$name: B failed the waiting write with its connection and stopped asking for the lock"
+    fi
+
+    session_do "$name-a" write "$X" 65536 3 || fail "$name: A did not acknowledge W2"
+    ok "$name: A acknowledged W2($X, d2)"
+    exec 7>&-
+    wait_for 60 rbd_lock_is "$T/a.conf" rbd0 none || fail "$name: A did not release the lock"
+
+    if [ "$name" = control ]; then
+        wait_for 60 stat_lock_acquired || fail "control: B never took the lock for W1"
+        wait_for 60 conns_are "$T/b.conf" 0 || fail "control: B's W1 never finished"
+    fi
+    TARGET_NAME=a TARGET_PID=$pid_a stop_target 120
+    TARGET_NAME=b TARGET_PID=$pid_b stop_target 120
+}
+stat_lock_acquired() { [ "$(rbd_lock_stat "$T/b.conf" rbd0 acquired)" -ge 1 ]; }
+
+round fixed
+image_holds 3 fixed || fail "the image does not hold W2's data at X: a stale write undid it"
+ok "the image holds W2 at X: the abandoned W1 never landed"
+
+round control "env RDMABLK_TEST_START_STALE=1"
+image_holds 2 control ||
+    fail "control: the image does not hold the stale W1 at X: this test cannot see the loss"
+! image_holds 3 control-w2 || fail "control: W2 still in the image"
+ok "control: with the old behaviour, B ran W1 after A's W2: the image lost W2, and the test saw it"
