@@ -132,6 +132,7 @@ to_io(const struct rb_aio *a, struct rb_io *io)
 	io->rbuf = a->buf;
 	io->copy_len = a->len;
 	io->wbuf = a->buf;
+	io->deadline_ns = a->deadline_ns_;
 }
 
 /* FUA and FLUSH promise stable storage: believe only the target's bit. */
@@ -417,6 +418,15 @@ collect(struct rb_client *c, struct rb_aio_ctx *x, struct rb_conn *conn)
 		a = s->aio;
 		to_io(a, &io);
 		r = rb_conn_finish(conn, s, &io);
+		if (r == -EAGAIN) {
+			/* Not done there: again (request.c), unless its
+			 * deadline passed (fail_pending). */
+			a->conn_ = NULL;
+			a->slot_ = NULL;
+			STAILQ_INSERT_TAIL(&x->pending, a, next_);
+			rb_client_count_resent(c);
+			continue;
+		}
 		if (r == 0 && wants_durable(a))
 			r = rb_io_check_durable(&io);
 		finished(x, a, r);

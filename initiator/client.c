@@ -129,8 +129,13 @@ rb_client_get_conn(struct rb_client *c, uint64_t deadline_ns, int *err)
 		from = c->cur;
 		pthread_mutex_unlock(&c->lock);
 
-		if (old != NULL)
+		if (old != NULL) {
+			/* Its QP is in the error state (the fence): wait until
+			 * none of its unanswered writes can still start at
+			 * its target before anything is resent (ttl.c). */
+			rb_hold_until(rb_conn_hold_ns(old), old->cfg.host);
 			rb_client_retire(c, old);
+		}
 		conn = rb_client_reconnect(c, from, deadline_ns, &at, err);
 
 		pthread_mutex_lock(&c->lock);

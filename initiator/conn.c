@@ -337,6 +337,18 @@ rb_conn_mark_dead_locked(struct rb_conn *conn, const char *why)
 	__atomic_store_n(&conn->dead, 1, __ATOMIC_RELEASE);
 	rb_log(RB_LOG_WARN, "connection to %s:%u lost: %s", conn->cfg.host,
 	       conn->cfg.port, why);
+	/* The fence, before anything is resent: a QP in the error state
+	 * sends nothing more (no retransmission of an unanswered request)
+	 * and answers no RDMA of the target's, so no key of this connection
+	 * reaches our memory any more.  Every posted WR flushes. */
+	if (conn->qp_created) {
+		struct ibv_qp_attr qa = { .qp_state = IBV_QPS_ERR };
+		int r = ibv_modify_qp(conn->id->qp, &qa, IBV_QP_STATE);
+
+		if (r != 0)
+			rb_log(RB_LOG_ERROR, "%s:%u: cannot move the QP to the error state: %s",
+			       conn->cfg.host, conn->cfg.port, strerror(r));
+	}
 	for (i = 0; i < conn->nslots; i++)
 		pthread_cond_broadcast(&conn->slots[i].cond);
 	pthread_cond_broadcast(&conn->slot_cond);

@@ -99,6 +99,11 @@ struct rb_slot {
 	int                 window;     /* a memory window is bound for this request */
 	uint64_t            gen;        /* bumped per use: stale tags miss */
 	uint8_t             opcode;
+	/* Its copy at the target can start no later than post_ns +
+	 * RB_TRANSPORT_MAX_NS + ttl s (ttl 0: unbounded, an old target): see
+	 * rb_conn_hold_ns. */
+	uint8_t             ttl;
+	uint64_t            post_ns;
 	/* The one event recorded ahead of the transition that needs it:
 	 * the SEND completion may be reaped in any state after POSTED, and
 	 * matters only when the owner returns (FREE or RELEASED). */
@@ -136,6 +141,21 @@ static inline int rb_slot_awaiting(const struct rb_slot *s)
 
 	return st == RB_SLOT_POSTED || st == RB_SLOT_INVALIDATING;
 }
+
+/* A request's ttl (docs/protocol.md): the target starts its backing I/O
+ * within ttl seconds of its arrival, or never.  It arrives within
+ * RB_TRANSPORT_MAX_NS of its post, or never: the QP retransmits for
+ * (retry_count 7 + 1) x 537 ms (cm.c) and then fails, and a QP in the
+ * error state (rb_conn_mark_dead_locked) sends nothing.  So the initiator
+ * knows when an unanswered request of a dead connection can no longer
+ * start at its old target.  The ttl leaves RB_TTL_SLACK_S of the
+ * request's deadline for that, and is at most RB_TTL_MAX_S, so that a
+ * request resent after a failover still has time left. */
+#define RB_TRANSPORT_MAX_NS (5 * 1000000000ull)
+#define RB_TTL_SLACK_S      6
+#define RB_TTL_MAX_S        10
+/* The ttl to send with a request due by deadline_ns (1..RB_TTL_MAX_S). */
+uint8_t rb_ttl_for(uint64_t deadline_ns, uint64_t now_ns);
 
 /* tag = generation << 16 | slot index */
 #define RB_TAG_INDEX_BITS 16
@@ -247,9 +267,16 @@ int  rb_conn_create(const struct rb_conn_cfg *cfg, int list_only,
 		    uint64_t deadline_ns, struct rb_conn **out, char *errbuf);
 void rb_conn_ref(struct rb_conn *conn);
 void rb_conn_unref(struct rb_conn *conn);
-/* Under conn->lock: mark dead once, log why, wake every waiter (and the
+/* Under conn->lock: mark dead once, log why, move the QP to the error
+ * state (nothing more reaches the target), wake every waiter (and the
  * leader, out of its poll()). */
 void rb_conn_mark_dead_locked(struct rb_conn *conn, const char *why);
+/* A dead connection: when none of its unanswered writes (WRITE, TRIM,
+ * WRITE_ZEROES) can still start at the target (their ttl), 0 for now.
+ * Nothing they wrote may be resent or reported before (client.c). */
+uint64_t rb_conn_hold_ns(struct rb_conn *conn);
+/* Sleep until hold_ns (no lock held), saying why once. */
+void rb_hold_until(uint64_t hold_ns, const char *host);
 /* Post one receive buffer again.  0 or -errno. */
 int  rb_conn_post_recv(struct rb_conn *conn, uint32_t index);
 void *rb_conn_recv_buf(struct rb_conn *conn, uint32_t index);
@@ -326,6 +353,7 @@ struct rb_io {
 	uint32_t    copy_len;
 	const void *wbuf;       /* WRITE source */
 	int         direct;     /* rbuf/wbuf lie in conn->direct_mr: no copy */
+	uint64_t    deadline_ns; /* when its owner gives up: its ttl */
 	uint8_t     rep_flags;  /* out: RB_REP_* */
 };
 /* Post a request SEND for slot s (and its window's BIND ahead of it);

@@ -74,7 +74,8 @@ rb_reason(uint16_t err)
 	case RB_EPROTO:    return "protocol mismatch";
 	case RB_EOVERFLOW: return "beyond the end of the export";
 	case RB_ENOTSUP:   return "not supported by this export";
-	case RB_ESHUTDOWN: return "target is shutting down";
+	case RB_ESHUTDOWN: return "target is shutting down or fenced off the image";
+	case RB_ETIMEDOUT: return "not started within its ttl";
 	default:           return "unknown error";
 	}
 }

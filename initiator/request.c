@@ -69,6 +69,7 @@ prepare(struct rb_conn *conn, struct rb_slot *s, const struct rb_io *io,
 {
 	memset(ri, 0, sizeof(*ri));
 	ri->opcode = io->opcode;
+	ri->ttl = s->ttl;
 	ri->flags = io->flags;
 	ri->tag = rb_tag(s->ctx.index, s->gen);
 	ri->offset = io->offset;
@@ -133,6 +134,10 @@ void
 rb_conn_claim_locked(struct rb_conn *conn, struct rb_slot *s, const struct rb_io *io)
 {
 	s->opcode = io->opcode;
+	/* Under the lock: rb_conn_hold_ns reads them once the connection died. */
+	s->post_ns = rb_now_ns();
+	s->ttl = (conn->exp.flags & RB_EXP_TTL) && io->deadline_ns != 0 ?
+		rb_ttl_for(io->deadline_ns, s->post_ns) : 0;
 	/* Set under the lock, before posting: whoever reaps the reply reads
 	 * them under the lock too.  A fresh window key per request. */
 	s->window = conn->use_mw && (io->opcode == RB_OP_READ ||
@@ -186,6 +191,22 @@ rb_conn_finish(struct rb_conn *conn, struct rb_slot *s, struct rb_io *io)
 
 	__atomic_add_fetch(&conn->cfg.stats->requests, 1, __ATOMIC_RELAXED);
 	io->rep_flags = rep.flags;
+	if (rep.error == RB_ETIMEDOUT || rep.error == RB_ESHUTDOWN) {
+		/* Nothing was done.  Not started within its ttl (the image's
+		 * lock, say): send it again.  A target that shuts down or was
+		 * fenced off a shared image: send it to the next one. */
+		rb_log(RB_LOG_WARN, "%s %u@%llu: %s:%u: %s (%s): resending it",
+		       rb_opcode_name(io->opcode), io->length,
+		       (unsigned long long)io->offset, conn->cfg.host, conn->cfg.port,
+		       rb_reason(rep.error), rb_error_name(rep.error));
+		if (rep.error == RB_ESHUTDOWN) {
+			pthread_mutex_lock(&conn->lock);
+			rb_conn_mark_dead_locked(conn, "the target is shutting down or "
+						 "fenced off the image (ESHUTDOWN)");
+			pthread_mutex_unlock(&conn->lock);
+		}
+		return -EAGAIN;
+	}
 	if (rep.error != RB_OK) {
 		rb_log(RB_LOG_ERROR, "%s %u@%llu: target: %s (%s)",
 		       rb_opcode_name(io->opcode), io->length,
@@ -202,6 +223,7 @@ rb_conn_request(struct rb_conn *conn, struct rb_io *io, uint64_t deadline_ns)
 	struct rb_slot *s;
 	int r;
 
+	io->deadline_ns = deadline_ns;
 	pthread_mutex_lock(&conn->lock);
 	while (!conn->dead && (s = rb_slot_get_locked(conn, 0)) == NULL) {
 		if (wait_for_credit_locked(conn, deadline_ns) < 0) {
@@ -223,10 +245,13 @@ rb_conn_request(struct rb_conn *conn, struct rb_io *io, uint64_t deadline_ns)
 	if (r < 0)
 		return r;
 	r = rb_wait_slot(conn, s, deadline_ns);
-	if (r == -EIO)
+	if (r == -EIO) {
 		rb_log(RB_LOG_ERROR, "%s %u@%llu: no reply from %s:%u within the "
 		       "timeout", rb_opcode_name(io->opcode), io->length,
 		       (unsigned long long)io->offset, conn->cfg.host, conn->cfg.port);
+		/* Not reported while its copy could still start there. */
+		rb_hold_until(rb_conn_hold_ns(conn), conn->cfg.host);
+	}
 	if (r < 0)
 		return r;   /* the slot stays POSTED: its WRs may be live */
 	return rb_conn_finish(conn, s, io);
