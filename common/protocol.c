@@ -704,6 +704,9 @@ rb_errno_to_error(int err)
 		return RB_EOVERFLOW;
 	if (err == EOPNOTSUPP)
 		return RB_ENOTSUP;
+	if (err == ETIMEDOUT)
+		return RB_EIO;  /* a backing call that timed out had started: only
+				 * a request that never started is RB_ETIMEDOUT */
 	for (i = 1; i < sizeof(error_map) / sizeof(error_map[0]); i++)
 		if (error_map[i].errnum == err)
 			return error_map[i].wire;

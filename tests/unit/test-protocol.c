@@ -497,6 +497,8 @@ test_names_and_errors(void)
 	CHECK(rb_errno_to_error(EIO) == RB_EIO);
 	CHECK(rb_errno_to_error(EROFS) == RB_EIO);
 	CHECK(rb_errno_to_error(EINVAL) == RB_EINVAL);
+	/* librbd's osd op timeout: the write started, so not "resend" */
+	CHECK(rb_errno_to_error(ETIMEDOUT) == RB_EIO);
 	CHECK(strcmp(rb_error_name(RB_EOVERFLOW), "EOVERFLOW") == 0);
 	CHECK(strcmp(rb_opcode_name(RB_OP_WRITE_ZEROES), "WRITE_ZEROES") == 0);
 	CHECK(strcmp(rb_opcode_name(200), "UNKNOWN") == 0);
