@@ -37,7 +37,9 @@ ok "mr=static: the old key still writes into the pool (the documented risk)"
 # refuses (forced every 150th bind by the RDMABLK_TEST_FAULT_BIND hook, docs/testing.md) costs
 # one connection, not data: the connection is torn down at once (the windows are deallocated
 # before the QP, so rxe does not wait 50 s for their references), the client reconnects and
-# resends what was never acknowledged, and every byte verifies.
+# resends what was never acknowledged, and every byte verifies. Before it resends, the client
+# waits until no unanswered write of the lost connection can still start at the target (its
+# ttl, docs/durability.md: about 15 s), so the stress runs 40 s to see two refused binds.
 target_conf "$T/target.conf" port=10894 admin-socket="$T/admin.sock" <<CONF
 [export disk0]
 path = $T/disk0.img
@@ -52,7 +54,7 @@ grep -q 'a type-2 memory window per request (mr=window)' "$LOGS/default.log" ||
 ok "the initiator's default is a memory window per request"
 
 RDMABLK_TEST_FAULT_BIND=150 step fault-bind timeout 200 "$IO" -H "$RDMABLK_ADDR" -p 10894 \
-    -e disk0 -t 20 -s stress 8 8 256K || fail "stress with refused binds failed"
+    -e disk0 -t 20 -s stress 40 8 256K || fail "stress with refused binds failed"
 refused=$(grep -c 'memory window bind failed' "$LOGS/fault-bind.log")
 reconnects=$(sed -n 's/.* reconnects=\([0-9]*\).*/\1/p' "$LOGS/fault-bind.log")
 [ "$refused" -ge 2 ] || fail "only $refused refused binds: the hook did not fire"
