@@ -147,6 +147,8 @@ rb_sockaddr_str(const struct sockaddr *sa, char *buf, size_t size)
 	return buf;
 }
 
+static const uint8_t v4mapped[12] = { 0,0,0,0,0,0,0,0,0,0,0xff,0xff };
+
 int
 rb_prefix_parse(const char *s, struct rb_prefix *p)
 {
@@ -177,6 +179,15 @@ rb_prefix_parse(const char *s, struct rb_prefix *p)
 			return -EINVAL;
 		p->bits = (unsigned)bits;
 	}
+	if (p->family == AF_INET6 && p->bits >= 96 &&
+	    memcmp(p->addr, v4mapped, sizeof(v4mapped)) == 0) {
+		/* ::ffff:a.b.c.d/96+n is a.b.c.d/n: one family per peer, so
+		 * prefix lengths compare (cfg_export_secret). */
+		memmove(p->addr, p->addr + 12, 4);
+		memset(p->addr + 4, 0, sizeof(p->addr) - 4);
+		p->family = AF_INET;
+		p->bits -= 96;
+	}
 	return 0;
 }
 
@@ -192,26 +203,27 @@ bits_equal(const uint8_t *a, const uint8_t *b, unsigned bits)
 	return ((a[whole] ^ b[whole]) & (uint8_t)(0xff << (8 - rest))) == 0;
 }
 
+/* An IPv4-mapped IPv6 peer is its IPv4 address: it matches IPv4
+ * prefixes only (and ::ffff:0:0/96-style lines are IPv4 prefixes,
+ * rb_prefix_parse), so a longer prefix is always a narrower one. */
 int
 rb_prefix_match(const struct rb_prefix *p, const struct sockaddr *sa)
 {
-	static const uint8_t v4mapped[12] = { 0,0,0,0,0,0,0,0,0,0,0xff,0xff };
 	const uint8_t *a;
+	int family = sa->sa_family;
 
-	if (sa->sa_family == AF_INET) {
-		if (p->family != AF_INET)
-			return 0;
+	if (family == AF_INET) {
 		a = (const uint8_t *)&((const struct sockaddr_in *)sa)->sin_addr;
-		return bits_equal(a, p->addr, p->bits);
-	}
-	if (sa->sa_family != AF_INET6)
+	} else if (family == AF_INET6) {
+		a = (const uint8_t *)&((const struct sockaddr_in6 *)sa)->sin6_addr;
+		if (memcmp(a, v4mapped, sizeof(v4mapped)) == 0) {
+			family = AF_INET;
+			a += 12;
+		}
+	} else {
 		return 0;
-	a = (const uint8_t *)&((const struct sockaddr_in6 *)sa)->sin6_addr;
-	if (p->family == AF_INET6)
-		return bits_equal(a, p->addr, p->bits);
-	if (memcmp(a, v4mapped, sizeof(v4mapped)) == 0)
-		return bits_equal(a + 12, p->addr, p->bits);
-	return 0;
+	}
+	return p->family == family && bits_equal(a, p->addr, p->bits);
 }
 
 /* The address as 16 bytes, IPv4 as IPv4-mapped IPv6; 0, or -1 for

@@ -325,6 +325,33 @@ main(void)
 		      "listed = yes lists a secret-protected export");
 		config_free(c);
 
+		/* An IPv4-mapped peer is its IPv4 address: the broad
+		 * ::ffff:0:0/96 line (all of IPv4) does not outrank the host's
+		 * own /32 line by its longer IPv6 prefix length. */
+		snprintf(text, sizeof(text), TARGET "[export a]\npath = %s\n"
+			 "allow = 10.55.0.2 secret-file=%s\nallow = ::ffff:0:0/96 secret-file=%s\n",
+			 img2, k2, k1);
+		c = load(text, CONFIG_CHECK, &e);
+		check(c != NULL, "an IPv4-mapped prefix parses%s%s", c ? "" : ": ", e.text);
+		x = c ? config_find_export(c, "a") : NULL;
+		{
+			struct sockaddr_in6 m = { .sin6_family = AF_INET6 };
+
+			inet_pton(AF_INET6, "::ffff:10.55.0.2", &m.sin6_addr);
+			k = x ? cfg_export_secret(x, (struct sockaddr *)&m) : NULL;
+			check(k != NULL && memcmp(k->key, "the key of host", 15) == 0,
+			      "::ffff:10.55.0.2 gets 10.55.0.2's key, not the ::ffff:0:0/96 line's");
+			inet_pton(AF_INET6, "::ffff:10.55.0.9", &m.sin6_addr);
+			k = x ? cfg_export_secret(x, (struct sockaddr *)&m) : NULL;
+			check(k != NULL && memcmp(k->key, "export-wide", 11) == 0,
+			      "::ffff:10.55.0.9 gets the ::ffff:0:0/96 line's key");
+			inet_pton(AF_INET, "10.55.0.9", &sa.sin_addr);
+			k = x ? cfg_export_secret(x, (struct sockaddr *)&sa) : NULL;
+			check(k != NULL && memcmp(k->key, "export-wide", 11) == 0,
+			      "10.55.0.9 as IPv4 gets the same key as in its mapped form");
+		}
+		config_free(c);
+
 		snprintf(text, sizeof(text), TARGET "[export a]\npath = %s\n"
 			 "allow = 10.55.0.2 secret-file=%s\nallow = 10.55.0.2 secret-file=%s\n",
 			 img2, k1, k2);
