@@ -4,13 +4,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
-#include <openssl/rand.h>
 
 #include "auth.h"
 
@@ -152,10 +152,23 @@ rb_secret_id(const struct rb_secret *s, uint8_t id[RB_MAC_LEN])
 	return 0;
 }
 
+/* From the kernel's CSPRNG, not RAND_bytes: OpenSSL's generator keeps
+ * state per thread, freed by a thread-exit destructor, and the library runs
+ * in its callers' threads (nbdkit's), which may exit while the process
+ * does (rb_crypto_no_atexit). */
 int
 rb_auth_nonce(uint8_t nonce[RB_NONCE_LEN])
 {
-	return RAND_bytes(nonce, RB_NONCE_LEN) == 1 ? 0 : -1;
+	return getrandom(nonce, RB_NONCE_LEN, 0) == RB_NONCE_LEN ? 0 : -1;
+}
+
+void
+rb_crypto_no_atexit(void)
+{
+	/* A thread that ends while the process exits runs OpenSSL's
+	 * thread-exit destructor; after OpenSSL's atexit cleanup it takes a
+	 * lock that was freed (nbdkit SIGSEGV at exit, test-plugin-sigterm). */
+	OPENSSL_init_crypto(OPENSSL_INIT_NO_ATEXIT, NULL);
 }
 
 /* B of auth.h: 40 bytes, the QPNs little-endian. */

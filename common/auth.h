@@ -52,8 +52,11 @@ int  rb_secret_dup(struct rb_secret *dst, const struct rb_secret *src);
  * authenticated with without keeping a copy of it.  0 or -1. */
 int  rb_secret_id(const struct rb_secret *s, uint8_t id[RB_MAC_LEN]);
 
-/* Fresh nonce from RAND_bytes.  0 or -1. */
+/* Fresh nonce from getrandom(2).  0 or -1. */
 int  rb_auth_nonce(uint8_t nonce[RB_NONCE_LEN]);
+/* Before any other use of libcrypto in a process whose threads may still
+ * end while it exits (nbdkit): no OpenSSL cleanup at exit. */
+void rb_crypto_no_atexit(void);
 /* The target's proof Mt and the initiator's proof Mi over the connection
  * as this side sees it.  0 or -1. */
 int  rb_auth_mac_target(const struct rb_secret *s, const uint8_t ni[RB_NONCE_LEN],

@@ -92,6 +92,8 @@ rdmaplug_log(enum rb_log_level level, const char *msg)
 static void
 rdmaplug_load(void)
 {
+	/* nbdkit exits without joining its connection threads. */
+	rb_crypto_no_atexit();
 	rb_opts_init(&opts);
 }
 
