@@ -41,9 +41,11 @@ rb_client_open(const struct rb_opts *o, struct rb_client **out)
 	r = rb_client_cfg_from_opts(c, o, 1);
 	if (r < 0)
 		goto out_free;
+	if (c->ntargets > 1)
+		c->group = rb_group_join(c, 0);
 	r = rb_client_first_connect(c, 0, &c->conn);
 	if (r < 0)
-		goto out_free;
+		goto out_leave;
 	desc_from_conn(&c->desc, c->conn);
 	pthread_mutex_init(&c->lock, NULL);
 	pthread_condattr_init(&ca);
@@ -53,6 +55,8 @@ rb_client_open(const struct rb_opts *o, struct rb_client **out)
 	*out = c;
 	return 0;
 
+out_leave:
+	rb_group_leave(c->group);
 out_free:
 	rb_secret_wipe(&c->secret);
 	free(c);
@@ -69,6 +73,7 @@ rb_client_close(struct rb_client *c)
 	if (c->conn != NULL)
 		rb_conn_unref(c->conn);
 	rb_client_join_retired(c, 1);
+	rb_group_leave(c->group);
 	pthread_cond_destroy(&c->cond);
 	pthread_mutex_destroy(&c->lock);
 	rb_secret_wipe(&c->secret);
@@ -101,7 +106,7 @@ struct rb_conn *
 rb_client_get_conn(struct rb_client *c, uint64_t deadline_ns, int *err)
 {
 	struct rb_conn *conn, *old;
-	unsigned from, at = 0;
+	unsigned from, first, at = 0;
 	struct timespec ts = rb_deadline_timespec(deadline_ns);
 
 	pthread_mutex_lock(&c->lock);
@@ -127,6 +132,10 @@ rb_client_get_conn(struct rb_client *c, uint64_t deadline_ns, int *err)
 		c->conn = NULL;
 		c->connecting = 1;
 		from = c->cur;
+		/* Where the device's other connections went, else the next. */
+		first = rb_group_target(c->group, from, NULL);
+		if (first == from)
+			first = (from + 1) % c->ntargets;
 		pthread_mutex_unlock(&c->lock);
 
 		if (old != NULL) {
@@ -136,7 +145,7 @@ rb_client_get_conn(struct rb_client *c, uint64_t deadline_ns, int *err)
 			rb_hold_until(rb_conn_hold_ns(old), old->cfg.host);
 			rb_client_retire(c, old);
 		}
-		conn = rb_client_reconnect(c, from, deadline_ns, &at, err);
+		conn = rb_client_reconnect(c, from, first, deadline_ns, &at, err);
 
 		pthread_mutex_lock(&c->lock);
 		c->connecting = 0;

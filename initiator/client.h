@@ -33,6 +33,7 @@ struct rb_client {
 	int                   connecting;
 	LIST_HEAD(, retire)   retired;    /* teardown threads not yet joined */
 	struct rb_aio_ctx    *aio;        /* asynchronous requests (aio.c) */
+	struct rb_group      *group;      /* ntargets > 1: the device's (group.c) */
 };
 
 /* opts.c: check o and fill c's config, targets and timeouts (need_export:
@@ -44,10 +45,11 @@ int rb_client_cfg_from_opts(struct rb_client *c, const struct rb_opts *o,
  * sets c->cur.  0 or a negative errno, logged. */
 int rb_client_first_connect(struct rb_client *c, int list_only,
 			    struct rb_conn **out);
-/* Connect again from target `from` until deadline_ns, failing over along
- * the list; the new connection and *at, or NULL and *err.  Called by one
+/* Connect again from target `from` (trying `first` first) until
+ * deadline_ns, failing over along the list; the new connection and *at,
+ * or NULL and *err.  Called by one
  * thread at a time (c->connecting). */
-struct rb_conn *rb_client_reconnect(struct rb_client *c, unsigned from,
+struct rb_conn *rb_client_reconnect(struct rb_client *c, unsigned from, unsigned first,
 				    uint64_t deadline_ns, unsigned *at, int *err);
 
 /* retire.c: drop the client's reference to a dead connection on a thread

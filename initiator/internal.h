@@ -157,6 +157,19 @@ static inline int rb_slot_awaiting(const struct rb_slot *s)
 /* The ttl to send with a request due by deadline_ns (1..RB_TTL_MAX_S). */
 uint8_t rb_ttl_for(uint64_t deadline_ns, uint64_t now_ns);
 
+/* group.c: the clients of one process on one export and target list
+ * move together.  Join (creating it at target cur) and leave; the target
+ * its members go to (fallback for no group) and its generation; a member
+ * connected to idx. */
+struct rb_client;
+struct rb_group;
+struct rb_group *rb_group_join(const struct rb_client *c, unsigned cur);
+void     rb_group_leave(struct rb_group *g);
+unsigned rb_group_target(struct rb_group *g, unsigned fallback, uint64_t *gen);
+void     rb_group_moved(struct rb_group *g, unsigned idx);
+/* 1 when the group moved (since seen_gen) to another target than idx. */
+int      rb_group_left(struct rb_group *g, unsigned idx, uint64_t seen_gen);
+
 /* tag = generation << 16 | slot index */
 #define RB_TAG_INDEX_BITS 16
 static inline uint64_t rb_tag(uint32_t index, uint64_t gen)
@@ -177,6 +190,11 @@ struct rb_conn_cfg {
 	struct rb_stats *stats;    /* the client's counters, updated atomically */
 	const struct rb_secret *secret;  /* the client's key, or NULL */
 	int       mr_static;       /* expose the whole pool MR (rb_opts.mr) */
+	/* Several targets: the device's group (group.c) and which target of
+	 * the list this connection is on; NULL with one target. */
+	struct rb_group *group;
+	unsigned  target_idx;
+	uint64_t  group_gen;       /* the group's generation when it connected */
 
 	/* Test tools only (tests/tools/rdmablk-replay.c): use this HELLO
 	 * nonce; record the nonce and AUTH mac sent; send a given AUTH mac

@@ -61,6 +61,9 @@ connect_to(struct rb_client *c, unsigned idx, int list_only, uint64_t deadline_n
 
 	snprintf(cfg.host, sizeof(cfg.host), "%s", c->targets[idx].host);
 	cfg.port = c->targets[idx].port;
+	cfg.group = c->group;
+	cfg.target_idx = idx;
+	rb_group_target(c->group, idx, &cfg.group_gen);
 	r = rb_conn_create(&cfg, list_only, attempt_deadline(c, deadline_ns), &conn,
 			   errbuf);
 	if (r < 0)
@@ -85,7 +88,7 @@ rb_client_first_connect(struct rb_client *c, int list_only, struct rb_conn **out
 {
 	char errbuf[RB_MAX_TARGETS][RB_ERRBUF];
 	uint64_t backoff = RETRY_FIRST_NS, round_end;
-	unsigned attempt, i, npermanent;
+	unsigned attempt, i, k, first, npermanent;
 	int r = -EIO, rs[RB_MAX_TARGETS];
 
 	for (attempt = 0; attempt <= c->retry; attempt++) {
@@ -99,11 +102,15 @@ rb_client_first_connect(struct rb_client *c, int list_only, struct rb_conn **out
 		}
 		round_end = rb_deadline_after(c->timeout_ns);
 		npermanent = 0;
-		for (i = 0; i < c->ntargets; i++) {
+		/* List order, from where the device's other connections are. */
+		first = rb_group_target(c->group, 0, NULL);
+		for (k = 0; k < c->ntargets; k++) {
+			i = (first + k) % c->ntargets;
 			errbuf[i][0] = '\0';
 			rs[i] = connect_to(c, i, list_only, round_end, out, errbuf[i]);
 			if (rs[i] == 0) {
 				c->cur = i;
+				rb_group_moved(c->group, i);
 				return 0;
 			}
 			if (c->ntargets > 1)
@@ -144,12 +151,13 @@ same_export(const struct rb_client *c, const struct rb_conn *conn, char *errbuf)
 }
 
 /* Connect again until the deadline, with exponential back-off capped at
- * BACKOFF_MAX_NS between rounds.  A round tries every target once, the
- * next after `from` (the one that failed) first and `from` last; with one
- * target that is `from` alone.  Called by exactly one thread at a time. */
+ * BACKOFF_MAX_NS between rounds.  A round tries every target once, `first`
+ * first (the next after `from`, the one that failed, or where the device's
+ * other connections went); with one target that is `from` alone.  Called by
+ * exactly one thread at a time. */
 struct rb_conn *
-rb_client_reconnect(struct rb_client *c, unsigned from, uint64_t deadline_ns,
-		    unsigned *at, int *err)
+rb_client_reconnect(struct rb_client *c, unsigned from, unsigned first,
+		    uint64_t deadline_ns, unsigned *at, int *err)
 {
 	char errbuf[RB_ERRBUF] = "";
 	uint64_t backoff = BACKOFF_FIRST_NS, now;
@@ -159,8 +167,8 @@ rb_client_reconnect(struct rb_client *c, unsigned from, uint64_t deadline_ns,
 
 	for (;;) {
 		nfinal = 0;
-		for (k = 1; k <= c->ntargets; k++) {
-			i = (from + k) % c->ntargets;
+		for (k = 0; k < c->ntargets; k++) {
+			i = (first + k) % c->ntargets;
 			r = connect_to(c, i, 0, deadline_ns, &conn, errbuf);
 			if (r == 0) {
 				r = same_export(c, conn, errbuf);
@@ -199,6 +207,7 @@ rb_client_reconnect(struct rb_client *c, unsigned from, uint64_t deadline_ns,
 
 out_connected:
 	__atomic_add_fetch(&c->stats.reconnects, 1, __ATOMIC_RELAXED);
+	rb_group_moved(c->group, i);
 	if (i != from) {
 		__atomic_add_fetch(&c->stats.failovers, 1, __ATOMIC_RELAXED);
 		rb_log(RB_LOG_INFO, "failed over from %s:%u to %s:%u (target %u of %u)",

@@ -121,6 +121,12 @@ housekeeping(struct rb_conn *conn)
 	async_events(conn);
 	pthread_mutex_lock(&conn->lock);
 	keepalive_tick_locked(conn);
+	/* The device's other connections went to another target (group.c):
+	 * follow them, so that none keeps the old target's export busy. */
+	if (!conn->dead &&
+	    rb_group_left(conn->cfg.group, conn->cfg.target_idx, conn->cfg.group_gen))
+		rb_conn_mark_dead_locked(conn, "the device's other connections moved to "
+					 "another target of its list");
 	if (conn->dead && !conn->disconnect_sent) {
 		conn->disconnect_sent = 1;
 		disconnect = 1;
