@@ -29,6 +29,7 @@ struct rb_aio_ctx {
 	unsigned        outstanding;
 	char           *region;     /* rb_aio_set_region: direct requests */
 	size_t          region_len;
+	int             static_said;  /* logged that mr=static copies */
 };
 
 static struct rb_aio_ctx *
@@ -223,6 +224,16 @@ direct_ok(struct rb_aio_ctx *x, struct rb_conn *conn, const struct rb_aio *a)
 		return 0;
 	if (a->op != RB_AIO_READ && (a->op != RB_AIO_WRITE || a->len <= conn->exp.inline_max))
 		return 0;
+	if (!conn->use_mw) {
+		/* A static MR over the region would let the target reach every
+		 * buffer in it, all the time: copy through the pool instead,
+		 * whose exposure is bounded (docs/security.md). */
+		if (!x->static_said)
+			rb_log(RB_LOG_INFO, "mr=static: no direct I/O into the caller's buffers; "
+			       "requests are copied through the pool");
+		x->static_said = 1;
+		return 0;
+	}
 	r = rb_conn_direct_register(conn, x->region, x->region_len);
 	if (r == -EAGAIN)
 		return 0;   /* fenced: the connection is dead, nothing is posted on it */

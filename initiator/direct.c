@@ -1,8 +1,9 @@
 /* Caller memory registered for direct (copy-free) requests (rb_aio_set_region).
  *
  * A direct READ or non-inline WRITE names the caller's own bytes to the
- * target, through a window bound over exactly those bytes (or, with
- * mr=static, the region's key), instead of a pool buffer of the slot.  The
+ * target, through a window bound over exactly those bytes, instead of a
+ * pool buffer of the slot.  Never with mr=static: one key over the whole
+ * region would expose all of it for the connection's lifetime.  The
  * caller's memory is reused as soon as the request is reported, so a
  * connection that dies with direct requests posted must be fenced before
  * they are resent or failed: its windows are deallocated and the region is
@@ -18,14 +19,16 @@
 int
 rb_conn_direct_register(struct rb_conn *conn, void *base, size_t len)
 {
-	int access = conn->use_mw ? IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_MW_BIND :
-		IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
-
-	if (conn->direct_mr != NULL)
-		return 0;
 	if (conn->direct_fenced)
 		return -EAGAIN;
-	conn->direct_mr = ibv_reg_mr(conn->pd, base, len, access);
+	if (conn->direct_mr != NULL)
+		return 0;
+	if (!conn->use_mw)
+		return -EPERM;  /* never remote access to all of it (aio.c) */
+	/* No remote access of its own: only a window bound for one live
+	 * request over exactly its bytes. */
+	conn->direct_mr = ibv_reg_mr(conn->pd, base, len,
+				     IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_MW_BIND);
 	if (conn->direct_mr == NULL) {
 		int err = errno ? errno : ENOMEM;
 

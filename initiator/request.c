@@ -93,8 +93,7 @@ prepare(struct rb_conn *conn, struct rb_slot *s, const struct rb_io *io,
 				IBV_ACCESS_REMOTE_WRITE : IBV_ACCESS_REMOTE_READ;
 		}
 		ri->addr = (uintptr_t)(s->direct != NULL ? s->direct : s->data);
-		ri->rkey = s->direct != NULL && !conn->use_mw ? conn->direct_mr->rkey :
-			s->rkey;
+		ri->rkey = s->rkey;     /* direct: a window (direct.c) */
 	}
 }
 
