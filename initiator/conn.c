@@ -71,6 +71,13 @@ choose_mr_mode(struct rb_conn *conn)
 		rb_log(RB_LOG_WARN, "test hook: the device will refuse every "
 		       "%u-th memory window bind", conn->fault_bind);
 	}
+	/* Test hook: every window deallocation and direct-region
+	 * deregistration fails, to exercise a fence that cannot revoke. */
+	env = getenv("RDMABLK_TEST_FAULT_FENCE");
+	if (env != NULL && strcmp(env, "1") == 0) {
+		conn->fault_fence = 1;
+		rb_log(RB_LOG_WARN, "test hook: no memory window or region can be revoked");
+	}
 }
 
 /* PD, completion channel, CQ and an RC QP; the caps the provider returns

@@ -12,6 +12,7 @@
  * The pool's rule ("a dead connection's POSTED slots stay POSTED") cannot
  * protect memory the library does not own. */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
@@ -39,14 +40,49 @@ rb_conn_direct_register(struct rb_conn *conn, void *base, size_t len)
 	return 0;
 }
 
+/* 1 when no RDMA of the peer can reach this side through conn's QP any
+ * more: it is in the error (or reset) state.  Its PD is its own, so no
+ * other QP can use its windows or regions. */
+static int
+qp_fenced(struct rb_conn *conn)
+{
+	struct ibv_qp_attr a;
+	struct ibv_qp_init_attr ia;
+
+	return conn->qp_created &&
+	       ibv_query_qp(conn->id->qp, &a, IBV_QP_STATE, &ia) == 0 &&
+	       (a.qp_state == IBV_QPS_ERR || a.qp_state == IBV_QPS_RESET);
+}
+
 void
 rb_conn_direct_fence_locked(struct rb_conn *conn)
 {
-	if (conn->direct_mr == NULL)
+	int r;
+
+	if (conn->direct_mr == NULL || conn->direct_fenced)
 		return;
-	rb_slots_revoke(conn);
-	if (ibv_dereg_mr(conn->direct_mr) != 0)
-		rb_log(RB_LOG_ERROR, "ibv_dereg_mr of the direct I/O region failed");
-	conn->direct_mr = NULL;
 	conn->direct_fenced = 1;
+	rb_slots_revoke(conn);
+	r = conn->fault_fence ? EBUSY : ibv_dereg_mr(conn->direct_mr);
+	if (r != 0) {
+		rb_log(RB_LOG_ERROR, "%s:%u: ibv_dereg_mr of the direct I/O region: %s",
+		       conn->cfg.host, conn->cfg.port, strerror(r));
+		conn->fence_failed = 1;
+	} else {
+		conn->direct_mr = NULL;
+	}
+	if (!conn->fence_failed)
+		return;
+	/* The caller reuses this memory once its requests are reported: only
+	 * a QP that accepts nothing still fences it. */
+	if (qp_fenced(conn)) {
+		rb_log(RB_LOG_WARN, "%s:%u: the QP is in the error state: the target can no "
+		       "longer reach the caller's memory through it", conn->cfg.host,
+		       conn->cfg.port);
+		return;
+	}
+	rb_log(RB_LOG_ERROR, "%s:%u: cannot fence the connection (a window or the region "
+	       "stays valid and the QP is not in the error state): aborting rather than let "
+	       "the target write into memory the caller reuses", conn->cfg.host, conn->cfg.port);
+	abort();
 }

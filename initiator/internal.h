@@ -239,6 +239,11 @@ struct rb_conn {
 	unsigned                    cm_qd;      /* granted in the CM accept */
 	int                         use_mw;     /* per-request memory windows */
 	unsigned                    fault_bind; /* test hook, see rb_post_request */
+	/* A window or the direct region could not be revoked: its key still
+	 * works, so the memory under it is never reused or freed (slots.c,
+	 * direct.c).  fault_fence: test hook, every revoke "fails". */
+	int                         fence_failed;
+	int                         fault_fence;
 	int                         rxe_quirk;  /* rb_wc_invalidated: a Soft-RoCE device */
 	unsigned                    binds;      /* atomic: window binds posted */
 	struct rb_export_info       exp;        /* the HELLO_REPLY */
@@ -321,7 +326,8 @@ int  rb_handshake_list(struct rb_conn *conn, uint64_t deadline_ns,
 
 /* slots.c: the data pool and slot table (sized from the granted depth). */
 int  rb_slots_create(struct rb_conn *conn, char *errbuf);
-void rb_slots_revoke(struct rb_conn *conn);
+/* Deallocate every window (revoking its key); how many could not be. */
+unsigned rb_slots_revoke(struct rb_conn *conn);
 void rb_slots_destroy(struct rb_conn *conn);
 /* Under conn->lock.  Take a slot off the free list (FREE -> POSTED):
  * keepalive for the NOP (nobody owns it; it may use the last credit).

@@ -67,31 +67,58 @@ rb_slots_create(struct rb_conn *conn, char *errbuf)
 
 /* Before the QP is destroyed: a bound type-2 window holds a reference on
  * its QP, and rxe's QP destroy waits up to 50 s for such references (seen
- * on 6.1: __rxe_cleanup). Deallocating a window also revokes its key. */
-void
+ * on 6.1: __rxe_cleanup). Deallocating a window also revokes its key.  A
+ * window that cannot be deallocated keeps a valid key over the memory it
+ * was bound to: it stays (s->mw, tried again at destroy) and the fence is
+ * marked failed, so that memory is never reused or freed. */
+unsigned
 rb_slots_revoke(struct rb_conn *conn)
 {
-	unsigned i;
+	unsigned i, failed = 0;
+	int r = 0, err = 0;
 
 	for (i = 0; i < conn->nslots; i++) {
-		if (conn->slots[i].mw != NULL)
-			ibv_dealloc_mw(conn->slots[i].mw);
-		conn->slots[i].mw = NULL;
+		struct rb_slot *s = &conn->slots[i];
+
+		if (s->mw == NULL)
+			continue;
+		r = conn->fault_fence ? EBUSY : ibv_dealloc_mw(s->mw);
+		if (r != 0) {
+			failed++;
+			err = r;
+			continue;
+		}
+		s->mw = NULL;
 	}
+	if (failed > 0 && !conn->fence_failed)
+		rb_log(RB_LOG_ERROR, "%s:%u: %u memory window(s) cannot be deallocated: %s; "
+		       "the memory under them is never reused", conn->cfg.host, conn->cfg.port,
+		       failed, strerror(err));
+	if (failed > 0)
+		conn->fence_failed = 1;
+	return failed;
 }
 
 /* Only after the QP is destroyed. */
 void
 rb_slots_destroy(struct rb_conn *conn)
 {
-	unsigned i;
+	unsigned i, live = rb_slots_revoke(conn);
 
-	rb_slots_revoke(conn);
 	for (i = 0; i < conn->nslots; i++)
 		pthread_cond_destroy(&conn->slots[i].cond);
 	free(conn->slots);
 	conn->slots = NULL;
 	conn->nslots = 0;
+	if (live > 0) {
+		/* Keys over the pool still work: it stays mapped, registered
+		 * and out of use until the process exits. */
+		rb_log(RB_LOG_ERROR, "%s:%u: the pool's %zu bytes stay allocated: %u window(s) "
+		       "over them could not be revoked", conn->cfg.host, conn->cfg.port,
+		       conn->data.size, live);
+		memset(&conn->data, 0, sizeof(conn->data));
+		return;
+	}
 	rb_region_destroy(&conn->data);
 }
 
