@@ -144,9 +144,17 @@ struct backing_err {
 int backing_open(struct cfg_export *e, int check, struct backing_err *err);
 /* exposure.c: one "FILE:LINE: warning: ..." (to fn, or log_warnx when fn
  * is NULL) per writable export with neither secret-file nor allow list:
- * the config is valid, but any initiator may write that export.  Returns
- * how many. */
+ * the config is valid, but any initiator may write that export; and the
+ * RBD exports that cannot fail over from a hung target (config_warn_rbd).
+ * Returns how many. */
 unsigned config_warn(const struct config *c, config_error_fn *fn, void *arg);
+/* rbd-conf-check.c: an RBD export whose ceph.conf turns
+ * rbd_blocklist_on_break_lock off cannot fail over from a hung target in
+ * time (config_warn calls it). */
+unsigned config_warn_rbd(const struct config *c, config_error_fn *fn, void *arg);
+/* 1 when the ceph.conf at path turns rbd_blocklist_on_break_lock off for
+ * clients, with *line its line. */
+int ceph_conf_no_blocklist(const char *path, int *line);
 /* Free one export (closing its fd), e.g. after moving it out of a config. */
 void cfg_export_free(struct cfg_export *e);
 

@@ -31,5 +31,5 @@ config_warn(const struct config *c, config_error_fn *fn, void *arg)
 			log_warnx("%s", msg);
 		n++;
 	}
-	return n;
+	return n + config_warn_rbd(c, fn, arg);
 }

@@ -10,10 +10,14 @@
 
 #include "helper-thread.h"
 #include "log.h"
+#include "util.h"
 #include "rbd-lock.h"
+#include "rbd-silence.h"
 
 struct imglock {
 	rbd_image_t image;
+	rados_ioctx_t io;           /* the image's pool: a notify to its header */
+	int may_break;              /* librbd blocklists a holder whose lock it breaks */
 	int notify_fd;
 	char name[64];
 	struct helper_thread ht;    /* its mu guards what follows */
@@ -21,9 +25,10 @@ struct imglock {
 	int owner;                  /* we hold the lock */
 	int refused_logged;         /* said once per wait that another holds it */
 	int lost;                   /* owner, but librbd says the lock is not ours */
-	uint64_t acquired, takeovers, nlost;
+	uint64_t acquired, takeovers, nlost, breaks;
 	/* Lock thread only: */
 	char holder[128];           /* who held it when this wait began, or "" */
+	uint64_t probe_ns;          /* the last silence probe of the holder */
 };
 
 static void
@@ -54,19 +59,55 @@ imglock_holder(struct imglock *l, char *buf, size_t len)
 	return held;
 }
 
+/* The holder is alive but silent (hung, stopped, cut off): librbd would
+ * wait for its watch to lapse (osd_client_watch_timeout, 30 s by default)
+ * before it breaks the lock, longer than an initiator waits.  Break it
+ * now, as `rbd lock break` does: librbd blocklists the holder first
+ * (rbd_blocklist_on_break_lock), so it can never write again, even when
+ * it wakes.  At most once every RBD_SILENT_S.  Without the mutex: 1 when
+ * it broke the lock. */
+static int
+imglock_break_silent(struct imglock *l)
+{
+	char owner[sizeof(l->holder)];
+	int r;
+
+	if (!l->may_break || rb_now_ns() - l->probe_ns < RBD_SILENT_S * 1000000000ull)
+		return 0;
+	l->probe_ns = rb_now_ns();
+	if (!imglock_holder(l, owner, sizeof(owner)) ||
+	    !rbd_owner_silent(l->io, l->image, owner, RBD_SILENT_S, l->name))
+		return 0;
+	log_warnx("export %s: the lock's holder %s keeps its watch but answers nothing for "
+		  "%d s: breaking its lock, blocklisting it first", l->name, owner, RBD_SILENT_S);
+	r = rbd_lock_break(l->image, RBD_LOCK_MODE_EXCLUSIVE, owner);
+	if (r < 0) {
+		log_warnx("export %s: rbd_lock_break of %s: %s", l->name, owner, strerror(-r));
+		return 0;
+	}
+	return 1;
+}
+
 /* A try while another client held the lock at the start of this wait
  * (or refused it to us since) is a takeover when it succeeds: the holder
  * released it, or librbd broke a dead holder's lock. */
 static void
 imglock_try(struct imglock *l)
 {
-	int r, held = l->refused_logged;
+	int r, held = l->refused_logged, broke = 0;
+	uint64_t t0;
 
 	pthread_mutex_unlock(&l->ht.mu);
 	if (!held)
 		held = imglock_holder(l, l->holder, sizeof(l->holder));
+	if (held)
+		broke = imglock_break_silent(l);
+	t0 = rb_now_ns();
 	r = rbd_lock_acquire(l->image, RBD_LOCK_MODE_EXCLUSIVE);
+	log_debug("export %s: rbd_lock_acquire: %s after %llu ms", l->name,
+		  r == 0 ? "ok" : strerror(-r), (unsigned long long)((rb_now_ns() - t0) / 1000000u));
 	pthread_mutex_lock(&l->ht.mu);
+	l->breaks += (uint64_t)broke;
 	if (r == 0) {
 		l->owner = 1;
 		l->lost = 0;
@@ -153,7 +194,8 @@ imglock_main(void *arg)
 }
 
 struct imglock *
-imglock_create(rbd_image_t image, const char *name, int notify_fd)
+imglock_create(rbd_image_t image, rados_ioctx_t io, int may_break, const char *name,
+	       int notify_fd)
 {
 	struct imglock *l = calloc(1, sizeof(*l));
 	int r;
@@ -163,6 +205,8 @@ imglock_create(rbd_image_t image, const char *name, int notify_fd)
 		return NULL;
 	}
 	l->image = image;
+	l->io = io;
+	l->may_break = may_break;
 	l->notify_fd = notify_fd;
 	snprintf(l->name, sizeof(l->name), "%s", name);
 	r = helper_thread_start(&l->ht, imglock_main, l);
@@ -221,5 +265,6 @@ imglock_get_stats(struct imglock *l, struct imglock_stats *st)
 	st->acquired = l->acquired;
 	st->takeovers = l->takeovers;
 	st->lost = l->nlost;
+	st->breaks = l->breaks;
 	pthread_mutex_unlock(&l->ht.mu);
 }

@@ -13,6 +13,7 @@
 #ifndef RDMABLK_TARGET_RBD_LOCK_H
 #define RDMABLK_TARGET_RBD_LOCK_H
 
+#include <rados/librados.h>
 #include <rbd/librbd.h>
 #include <stdint.h>
 
@@ -29,11 +30,20 @@ struct imglock_stats {
 	uint64_t acquired;          /* times this target took the lock */
 	uint64_t takeovers;         /* of those, from another client that held it */
 	uint64_t lost;              /* times it was found lost (not released by us) */
+	uint64_t breaks;            /* silent holders whose lock it broke */
 };
+
+/* A holder that keeps its watch on the image but does not answer a notify
+ * within this many seconds has its lock broken (and is blocklisted first):
+ * see docs/rbd.md, "Failover". */
+#define RBD_SILENT_S 5
 
 struct imglock;
 /* name: the export's, for the log.  notify_fd: an eventfd of the loop. */
-struct imglock *imglock_create(rbd_image_t image, const char *name, int notify_fd);
+/* may_break: librbd blocklists a holder whose lock it breaks
+ * (rbd_blocklist_on_break_lock), so a silent holder's lock may be broken. */
+struct imglock *imglock_create(rbd_image_t image, rados_ioctx_t io, int may_break,
+			       const char *name, int notify_fd);
 /* Stops the thread and releases the lock if held (no write may be in
  * flight). */
 void imglock_destroy(struct imglock *l);

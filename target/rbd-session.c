@@ -221,7 +221,14 @@ rbd_session_open(const struct rbd_params *p, int notify_fd, char *err, size_t er
 		goto out_close;
 	}
 	if (!p->read_only) {
-		s->lock = imglock_create(s->image, p->name, notify_fd);
+		char on[16] = "";
+
+		/* Break a silent holder's lock only where librbd blocklists
+		 * it first (rbd-conf-check.c warns otherwise). */
+		if (rados_conf_get(s->cluster, "rbd_blocklist_on_break_lock", on, sizeof(on)) < 0)
+			on[0] = '\0';
+		s->lock = imglock_create(s->image, s->io, strcmp(on, "true") == 0, p->name,
+					 notify_fd);
 		if (s->lock == NULL) {
 			snprintf(err, errlen, "%s: cannot start its lock thread", p->path);
 			goto out_close;

@@ -117,6 +117,7 @@ rbd_backing_get_stats(const struct rbd_backing *b, struct rbd_stats *st)
 	st->lock.acquired += b->lock_base.acquired;
 	st->lock.takeovers += b->lock_base.takeovers;
 	st->lock.lost += b->lock_base.lost;
+	st->lock.breaks += b->lock_base.breaks;
 	st->reopens = b->reopens;
 	snprintf(st->fenced, sizeof(st->fenced), "%s", b->fenced);
 }
@@ -368,6 +369,7 @@ rbd_swap(struct rbd_backing *b)
 	b->lock_base.acquired += old.acquired;
 	b->lock_base.takeovers += old.takeovers;
 	b->lock_base.lost += old.lost;
+	b->lock_base.breaks += old.breaks;
 	memcpy(b->fenced, addr, sizeof(b->fenced));
 	b->s = fresh;               /* the reopen thread closes the old one */
 	b->reopens++;

@@ -304,10 +304,11 @@ json_rbd_lock(struct sbuf *b, const struct export *e)
 	if (!rbd_figures(e, &st))
 		return;
 	sb_printf(b, ",\n      \"lock\": {\"state\": \"%s\", \"acquired\": %llu, "
-		  "\"takeovers\": %llu, \"lost\": %llu},\n      \"reopens\": %llu, \"fenced\": ",
+		  "\"takeovers\": %llu, \"lost\": %llu, \"breaks\": %llu},\n"
+		  "      \"reopens\": %llu, \"fenced\": ",
 		  imglock_state_name(st.lock.state), (unsigned long long)st.lock.acquired,
 		  (unsigned long long)st.lock.takeovers, (unsigned long long)st.lock.lost,
-		  (unsigned long long)st.reopens);
+		  (unsigned long long)st.lock.breaks, (unsigned long long)st.reopens);
 	sb_json_str(b, st.fenced);
 }
 
@@ -457,10 +458,10 @@ human_rbd_lock(struct sbuf *b, const struct export *e)
 
 	if (!rbd_figures(e, &st))
 		return;
-	sb_printf(b, "export %s: exclusive lock %s (acquired %llu, taken over %llu, lost %llu)\n",
-		  e->cfg->name, imglock_state_name(st.lock.state),
+	sb_printf(b, "export %s: exclusive lock %s (acquired %llu, taken over %llu, lost %llu, "
+		  "broken %llu)\n", e->cfg->name, imglock_state_name(st.lock.state),
 		  (unsigned long long)st.lock.acquired, (unsigned long long)st.lock.takeovers,
-		  (unsigned long long)st.lock.lost);
+		  (unsigned long long)st.lock.lost, (unsigned long long)st.lock.breaks);
 	if (st.reopens != 0)
 		sb_printf(b, "export %s: reopened %llu times after failures; last fenced "
 			  "instance %s\n", e->cfg->name, (unsigned long long)st.reopens, st.fenced);

@@ -72,8 +72,9 @@ osd erasure code plugins =
 # In the guest the hostname is "(none)", which CRUSH refuses.
 osd crush update on start = false
 osd class update on start = false
-# A killed client's watch (and so its exclusive lock) lapses after this many seconds.
-osd client watch timeout = 10
+# A killed client's watch (and so its exclusive lock) lapses after this many seconds
+# (CEPH_WATCH_TIMEOUT; Ceph's default is 30).
+osd client watch timeout = ${CEPH_WATCH_TIMEOUT:-10}
 # A read lease (ratio x osd heartbeat grace = 600 s) longer than any ceph_pause. Resumed past
 # its lease (16 s by default), a lone OSD stays "laggy" for minutes, every op parked in
 # "waiting for readable" (dump_ops_in_flight): Ceph 16.2 does not recheck readability

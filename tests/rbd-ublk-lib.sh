@@ -1,0 +1,89 @@
+# Shared by the ext4-on-RBD failover tests (guest kernel 6.12): a one-node Ceph cluster with
+# Ceph's default watch timeout (30 s), targets a and b on two addresses serving one RBD image as
+# disk0, and an rdmablk-ublk device on hostname=A,B with the default timeout and keepalive, ext4
+# mounted on it, files written and summed, and a writer that keeps writing files (each summed as
+# written) while a fault happens. Sourced after ublk-lib.sh, ceph-lib.sh and failover-lib.sh.
+# shellcheck shell=bash
+MNT=$T/mnt
+
+# rbd_ublk_up: all of the above but the writer; sets DEV, PID_A, PID_B.
+rbd_ublk_up() {
+    requires mkfs.ext4 md5sum dmesg
+    require_rdma
+    require_ublk
+    require_ceph
+    add_second_address
+    CEPH_WATCH_TIMEOUT=30 ceph_up rbd img0 64M
+    # shellcheck disable=SC2034  # read by failover-lib.sh
+    SHARED_PATH=rbd:rbd/img0
+    # shellcheck disable=SC2034
+    SHARED_EXTRA="ceph-conf = $CEPH_CONF"
+    start_two_targets
+    # The defaults: timeout 30 s, keepalive 2 s.
+    ublk_add ublk hostname="$RDMABLK_ADDR,$ADDR2" export=disk0 queues=2
+    dmesg >"$T/dmesg.before"
+    step mkfs mkfs.ext4 -q -F "$DEV" || fail "mkfs.ext4 failed"
+    mkdir -p "$MNT"
+    step mount mount "$DEV" "$MNT" || fail "mount failed"
+    on_exit umount "$MNT"
+    for i in 1 2 3; do
+        head -c $((i * 2))M /dev/urandom >"$MNT/before$i"
+    done
+    sync
+    (cd "$MNT" && md5sum before*) >"$T/before.sums"
+    rbd_lock_is "$T/a.conf" disk0 owner || fail "a does not write the image"
+}
+
+# start_writer: in the background, files of 256 KiB (32 names, over and over) written one after
+# another with fsync, each summed into $T/writer.sums once written (log $LOGS/writer.log); sets
+# WRITER_PID.
+start_writer() {
+    (
+        set -e
+        i=0
+        while :; do
+            i=$((i + 1))
+            head -c 256K /dev/urandom >"$T/w.tmp"
+            # 32 names over and over: the 64M image never fills up.
+            dd if="$T/w.tmp" of="$MNT/w$((i % 32))" bs=256K conv=fsync status=none
+            (cd "$T" && md5sum w.tmp | sed "s|w.tmp|w$((i % 32))|") >>"$T/writer.sums"
+            sleep 0.2
+        done
+    ) >"$LOGS/writer.log" 2>&1 &
+    WRITER_PID=$!
+    track_pid "$WRITER_PID"
+}
+
+# writer_wrote N: the writer finished at least N files (for wait_for).
+writer_wrote() {
+    [ "$(wc -l <"$T/writer.sums" 2>/dev/null || echo 0)" -ge "$1" ]
+}
+
+# check_after_fault: the writer still runs and wrote more after the fault; then it stops, and
+# every file written before the fault and every file the writer summed reads back the same
+# through a remount, and the kernel logged no I/O or ext4 error.
+check_after_fault() {
+    local n
+    n=$(wc -l <"$T/writer.sums")
+    wait_for 120 writer_wrote $((n + 5)) || fail "the writer makes no progress after the failover"
+    _gone "$WRITER_PID" && fail "the writer stopped: $(cat "$LOGS/writer.log")"
+    kill "$WRITER_PID"
+    wait "$WRITER_PID" 2>/dev/null || true
+    sync
+    step umount umount "$MNT" || fail "umount failed"
+    step mount2 mount "$DEV" "$MNT" || fail "remount failed"
+    (cd "$MNT" && md5sum -c "$T/before.sums") >"$LOGS/before-md5.log" 2>&1 ||
+        fail "a file written before the fault changed"
+    # The last sum of each name is what it must hold.
+    tac "$T/writer.sums" | awk '!seen[$2]++' >"$T/writer.last"
+    (cd "$MNT" && md5sum -c "$T/writer.last") >"$LOGS/writer-md5.log" 2>&1 ||
+        fail "a file the writer wrote reads back wrong"
+    dmesg >"$T/dmesg.after"
+    diff "$T/dmesg.before" "$T/dmesg.after" | grep '^>' >"$LOGS/dmesg-new.log" || true
+    if grep -Ei "I/O error|EXT4-fs error|EXT4-fs warning|Buffer I/O|blk_update_request" \
+        "$LOGS/dmesg-new.log"; then
+        fail "the kernel logged I/O errors (dmesg-new.log)"
+    fi
+    ok "ext4 on $DEV: $(wc -l <"$T/writer.sums") files written across the fault and the files" \
+        "written before it read back the same; no I/O error in dmesg"
+}
