@@ -410,6 +410,14 @@ rbd_backing_tick(struct rbd_backing *b, int failed)
 		rbd_swap(b);
 		return 1;
 	}
+	if (!failed && b->s->lock != NULL) {
+		/* Another target broke our lock and blocklisted this client
+		 * instance: only a new one can write the image again. */
+		struct imglock_stats st;
+
+		imglock_get_stats(b->s->lock, &st);
+		failed = st.state == IMGLOCK_LOST;
+	}
 	now = rb_now_ns();
 	if (!failed || now < b->reopen_after_ns)
 		return 0;

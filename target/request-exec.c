@@ -87,6 +87,12 @@ write_error_fails_export(int err)
 	case -EINVAL:
 	case -EOPNOTSUPP:
 		return 0;
+	case -ESHUTDOWN:
+		/* Fenced off a shared RBD image: the OSDs take nothing more
+		 * from this target, and with no client cache (rbd-session.c)
+		 * no acknowledged write is lost.  The initiator resends it to
+		 * the next target; this export reopens its image (rbd.c). */
+		return 0;
 	default:
 		return err < 0;
 	}
