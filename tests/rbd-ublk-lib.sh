@@ -1,14 +1,16 @@
-# Shared by the ext4-on-RBD failover tests (guest kernel 6.12): a one-node Ceph cluster with
-# Ceph's default watch timeout (30 s), targets a and b on two addresses serving one RBD image as
-# disk0, and an rdmablk-ublk device on hostname=A,B with the default timeout and keepalive, ext4
-# mounted on it, files written and summed, and a writer that keeps writing files (each summed as
-# written) while a fault happens. Sourced after ublk-lib.sh, ceph-lib.sh and failover-lib.sh.
+# Shared by the ext4-on-RBD failover tests and the history test (guest kernel 6.12): a one-node
+# Ceph cluster with Ceph's default watch timeout (30 s), targets a and b on two addresses serving
+# one RBD image as disk0, and an rdmablk-ublk device on hostname=A,B with the default timeout and
+# keepalive; for ext4, mounted on it, files written and summed, and a writer that keeps writing
+# files (each summed as written) while a fault happens. Sourced after ublk-lib.sh, ceph-lib.sh
+# and failover-lib.sh.
 # shellcheck shell=bash
 MNT=$T/mnt
 
-# rbd_ublk_up: all of the above but the writer; sets DEV, PID_A, PID_B.
-rbd_ublk_up() {
-    requires mkfs.ext4 md5sum dmesg
+# rbd_ublk_device: the cluster (Ceph's default 30 s watch timeout), targets a and b on one
+# 64M image, and an rdmablk-ublk device on hostname=A,B with the defaults (timeout 30 s,
+# keepalive 2 s), 2 queues; sets DEV, PID_A, PID_B.
+rbd_ublk_device() {
     require_rdma
     require_ublk
     require_ceph
@@ -19,8 +21,13 @@ rbd_ublk_up() {
     # shellcheck disable=SC2034
     SHARED_EXTRA="ceph-conf = $CEPH_CONF"
     start_two_targets
-    # The defaults: timeout 30 s, keepalive 2 s.
     ublk_add ublk hostname="$RDMABLK_ADDR,$ADDR2" export=disk0 queues=2
+}
+
+# rbd_ublk_up: all of the above but the writer; sets DEV, PID_A, PID_B.
+rbd_ublk_up() {
+    requires mkfs.ext4 md5sum dmesg
+    rbd_ublk_device
     dmesg >"$T/dmesg.before"
     step mkfs mkfs.ext4 -q -F "$DEV" || fail "mkfs.ext4 failed"
     mkdir -p "$MNT"

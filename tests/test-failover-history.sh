@@ -27,6 +27,8 @@
 . "$(dirname "$0")/ceph-lib.sh"
 # shellcheck source=tests/failover-lib.sh
 . "$(dirname "$0")/failover-lib.sh"
+# shellcheck source=tests/rbd-ublk-lib.sh
+. "$(dirname "$0")/rbd-ublk-lib.sh"
 
 HIST=$BUILD/tests/rdmablk-history
 NBLOCKS=256
@@ -40,14 +42,7 @@ SEED=${RDMABLK_TEST_HISTORY_SEED:-$(( $(date +%s) % 100000 ))}
 echo "history: $ROUNDS rounds, seed $SEED (RDMABLK_TEST_HISTORY_SEED=$SEED repeats them)"
 RANDOM=$SEED
 
-add_second_address
-CEPH_WATCH_TIMEOUT=30 ceph_up rbd img0 64M
-# shellcheck disable=SC2034  # read by failover-lib.sh
-SHARED_PATH=rbd:rbd/img0
-# shellcheck disable=SC2034
-SHARED_EXTRA="ceph-conf = $CEPH_CONF"
-start_two_targets
-ublk_add ublk hostname="$RDMABLK_ADDR,$ADDR2" export=disk0 queues=2
+rbd_ublk_device
 
 # The running targets by name, and their addresses.
 declare -A PID=([a]=$PID_A [b]=$PID_B) ADDR=([a]=$RDMABLK_ADDR [b]=$ADDR2)
