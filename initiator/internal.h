@@ -153,7 +153,7 @@ static inline int rb_slot_awaiting(const struct rb_slot *s)
  * request resent after a failover still has time left. */
 #define RB_TRANSPORT_MAX_NS (5 * 1000000000ull)
 #define RB_TTL_SLACK_S      6
-#define RB_TTL_MAX_S        10
+#define RB_TTL_MAX_S        5
 /* The ttl to send with a request due by deadline_ns (1..RB_TTL_MAX_S). */
 uint8_t rb_ttl_for(uint64_t deadline_ns, uint64_t now_ns);
 

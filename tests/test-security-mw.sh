@@ -39,7 +39,7 @@ ok "mr=static: the old key still writes into the pool (the documented risk)"
 # before the QP, so rxe does not wait 50 s for their references), the client reconnects and
 # resends what was never acknowledged, and every byte verifies. Before it resends, the client
 # waits until no unanswered write of the lost connection can still start at the target (its
-# ttl, docs/durability.md: about 15 s), so the stress runs 40 s to see two refused binds.
+# ttl, docs/durability.md: about 10 s), so the stress runs 40 s to see two refused binds.
 target_conf "$T/target.conf" port=10894 admin-socket="$T/admin.sock" <<CONF
 [export disk0]
 path = $T/disk0.img

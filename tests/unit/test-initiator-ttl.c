@@ -30,10 +30,11 @@ main(void)
 	uint64_t now = 1000 * S;
 	unsigned t;
 
-	/* The ttl: at most 10 s; else what the deadline leaves after 6 s;
+	/* The ttl: at most 5 s; else what the deadline leaves after 6 s;
 	 * at least 1. */
+	CHECK(RB_TTL_MAX_S == 5);
 	CHECK(rb_ttl_for(now + 30 * S, now) == RB_TTL_MAX_S);
-	CHECK(rb_ttl_for(now + 12 * S, now) == 6);
+	CHECK(rb_ttl_for(now + 10 * S, now) == 4);
 	CHECK(rb_ttl_for(now + 7 * S, now) == 1);
 	CHECK(rb_ttl_for(now + 2 * S, now) == 1);
 	CHECK(rb_ttl_for(now - S, now) == 1);
