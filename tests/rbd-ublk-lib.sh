@@ -11,16 +11,8 @@ MNT=$T/mnt
 # 64M image, and an rdmablk-ublk device on hostname=A,B with the defaults (timeout 30 s,
 # keepalive 2 s), 2 queues; sets DEV, PID_A, PID_B.
 rbd_ublk_device() {
-    require_rdma
     require_ublk
-    require_ceph
-    add_second_address
-    CEPH_WATCH_TIMEOUT=30 ceph_up rbd img0 64M
-    # shellcheck disable=SC2034  # read by failover-lib.sh
-    SHARED_PATH=rbd:rbd/img0
-    # shellcheck disable=SC2034
-    SHARED_EXTRA="ceph-conf = $CEPH_CONF"
-    start_two_targets
+    start_two_rbd_targets
     ublk_add ublk hostname="$RDMABLK_ADDR,$ADDR2" export=disk0 queues=2
 }
 
