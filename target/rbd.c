@@ -184,6 +184,17 @@ rbd_start(struct rbd_backing *b, struct job *j)
 	b->on_image++;
 }
 
+/* 1 when this session holds the image's lock, or held it and lost it
+ * (then a flush must go to librbd and fail). */
+static int
+rbd_lock_held(struct rbd_backing *b)
+{
+	struct imglock_stats st;
+
+	imglock_get_stats(b->s->lock, &st);
+	return st.state == IMGLOCK_OWNER || st.state == IMGLOCK_LOST;
+}
+
 /* Start j, or queue it for the lock, or for the session about to be
  * swapped in. */
 static void
@@ -211,6 +222,16 @@ rbd_route(struct rbd_backing *b, struct job *j)
 	}
 	if (!needs_lock(j)) {
 		rbd_start(b, j);
+		return;
+	}
+	if (j->op == JOB_SYNC && b->on_image == 0 && !rbd_lock_held(b)) {
+		/* With no client cache (rbd_cache off) a write is acknowledged
+		 * only once the OSDs have it, here or at another target, and
+		 * nothing of this client is on the image: a flush has nothing
+		 * to wait for.  Not waiting for the lock (up to
+		 * RBD_LOCK_WAIT_S) lets a FLUSH right after a failover answer
+		 * within its initiator's timeout. */
+		rbd_fail_later(b, j, 0);    /* completes it, successfully */
 		return;
 	}
 	lock = imglock_want(b->s->lock);
