@@ -12,6 +12,12 @@
 # behaviour: a waiting job starts when the lock comes, whatever became of its connection). Then
 # B takes the lock once A released it, runs W1, and the image holds d1: the newer acknowledged
 # write is undone, and this test sees it.
+#
+# The data are blocks in rdmablk-history's register format (generation 1: A's first write, 2:
+# W1, 3: W2), and the history checker (tests/tools/rdmablk-history, the one of
+# tests/test-failover-history.sh) judges the exported block X against the history: it passes the
+# fixed round and, in the control, reports the acknowledged W2 undone, as the issue's negative
+# control asks (the finding-1 fix disabled by a test-only switch).
 # shellcheck source=tests/ceph-lib.sh
 . "$(dirname "$0")/ceph-lib.sh"
 # shellcheck source=tests/plugin-conf.sh
@@ -19,18 +25,30 @@
 
 require_ceph
 require_rdma
-requires_file "$IO" "$BUILD/tests/rdmablk-session" "$BUILD/rdmablk-target"
+HIST=$BUILD/tests/rdmablk-history
+requires_file "$IO" "$BUILD/tests/rdmablk-session" "$BUILD/rdmablk-target" "$HIST"
 
 X=1048576      # block X: 64 KiB at 1 MiB
 ceph_up rbd img0 16M
 write_rbd_target_conf "$T/a.conf" 10824
 write_rbd_target_conf "$T/b.conf" 10825
+# Block X's 16 blocks of 4 KiB as generations 1 (A's first write), 2 (W1) and 3 (W2) wrote
+# them, and the history: 1 and 3 acknowledged, W1's outcome unknown (its initiator died).
+for g in 1 2 3; do
+    "$HIST" image "$T/g$g.bin" 16 "$g" || fail "rdmablk-history image failed"
+done
+for b in $(seq 0 15); do
+    printf 'I %s 1\nA %s 1\nI %s 2\nI %s 3\nA %s 3\n' "$b" "$b" "$b" "$b" "$b"
+done >"$T/history"
 
-# image_holds SEED NAME: block X of the image, read by rbd itself, holds SEED's pattern.
+# export NAME: block X of the image, read by rbd itself, into $T/x-NAME.
+export_x() {
+    step "export-$1" rbd_cmd export rbd/img0 "$T/img-$1" || fail "rbd export failed (export-$1.log)"
+    dd if="$T/img-$1" of="$T/x-$1" bs=64K skip=$((X / 65536)) count=1 2>/dev/null
+}
+# image_holds GEN NAME: that copy holds generation GEN's data.
 image_holds() {
-    step "export-$2" rbd_cmd export rbd/img0 "$T/img-$2" || fail "rbd export failed (export-$2.log)"
-    cmp <(dd if="$T/img-$2" bs=64K skip=$((X / 65536)) count=1 2>/dev/null) \
-        <("$IO" pattern "$X" 65536 "$1") >>"$LOGS/export-$2.log" 2>&1
+    cmp "$T/x-$2" "$T/g$1.bin" >>"$LOGS/export-$2.log" 2>&1
 }
 
 # session_do NAME CMD...: one command of the rdmablk-session NAME (its stdin is fd 7); true when
@@ -59,10 +77,10 @@ round() {
     track_pid $!
     exec 7>"$T/$name-a.in"
     wait_for 60 grep -qx ready "$LOGS/$name-a-session.log" || fail "$name: session on A did not connect"
-    session_do "$name-a" write "$X" 65536 1 || fail "$name: A did not acknowledge the first write"
+    session_do "$name-a" write "$X" 65536 "@$T/g1.bin" || fail "$name: A did not acknowledge the first write"
     rbd_lock_is "$T/a.conf" rbd0 owner || fail "$name: A does not hold the lock"
 
-    "$IO" -H "$RDMABLK_ADDR" -p 10825 -e rbd0 -t 120 write "$X" 65536 2 >"$LOGS/$name-w1.log" 2>&1 &
+    "$IO" -H "$RDMABLK_ADDR" -p 10825 -e rbd0 -t 120 write "$X" 65536 "@$T/g2.bin" >"$LOGS/$name-w1.log" 2>&1 &
     bio=$!
     track_pid "$bio"
     wait_for 60 rbd_lock_is "$T/b.conf" rbd0 waiting || fail "$name: W1 does not wait at B for the lock"
@@ -78,7 +96,7 @@ round() {
         ok "$name: B failed the waiting write with its connection and stopped asking for the lock"
     fi
 
-    session_do "$name-a" write "$X" 65536 3 || fail "$name: A did not acknowledge W2"
+    session_do "$name-a" write "$X" 65536 "@$T/g3.bin" || fail "$name: A did not acknowledge W2"
     ok "$name: A acknowledged W2($X, d2)"
     exec 7>&-
     wait_for 60 rbd_lock_is "$T/a.conf" rbd0 none || fail "$name: A did not release the lock"
@@ -93,11 +111,20 @@ round() {
 stat_lock_acquired() { [ "$(rbd_lock_stat "$T/b.conf" rbd0 acquired)" -ge 1 ]; }
 
 round fixed
+export_x fixed
 image_holds 3 fixed || fail "the image does not hold W2's data at X: a stale write undid it"
-ok "the image holds W2 at X: the abandoned W1 never landed"
+step check-fixed "$HIST" check "$T/x-fixed" 16 "$T/history" ||
+    fail "the history checker finds anomalies: $(head -n 3 "$LOGS/check-fixed.log")"
+ok "the image holds W2 at X: the abandoned W1 never landed (history checker: 0 anomalies)"
 
 round control "env RDMABLK_TEST_START_STALE=1"
+export_x control
 image_holds 2 control ||
     fail "control: the image does not hold the stale W1 at X: this test cannot see the loss"
-! image_holds 3 control-w2 || fail "control: W2 still in the image"
-ok "control: with the old behaviour, B ran W1 after A's W2: the image lost W2, and the test saw it"
+! image_holds 3 control || fail "control: W2 still in the image"
+! step check-control "$HIST" check "$T/x-control" 16 "$T/history" ||
+    fail "control: the history checker missed the undone W2"
+grep -q 'holds generation 2, older than the acknowledged 3' "$LOGS/check-control.log" ||
+    fail "control: the checker failed, but not on the undone W2: $(head -n 2 "$LOGS/check-control.log")"
+ok "control: with the old behaviour, B ran W1 after A's W2: the image lost W2, and the history" \
+    "checker reported it ($(grep -c 'an acknowledged write was undone' "$LOGS/check-control.log") blocks)"

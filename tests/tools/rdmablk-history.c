@@ -5,6 +5,7 @@
  *   rdmablk-history run DEV NBLOCKS SECONDS THREADS HISTORY
  *   rdmablk-history check DEV NBLOCKS HISTORY
  *   rdmablk-history forge DEV BLOCK GENERATION
+ *   rdmablk-history image FILE COUNT GENERATION
  *
  * run: THREADS threads write 4 KiB blocks 0..NBLOCKS-1 of DEV (O_DIRECT),
  * thread t only the blocks b with b % THREADS == t, one write at a time,
@@ -30,7 +31,10 @@
  * 0 when there is none, 1 otherwise.
  *
  * forge: writes BLOCK as the write of GENERATION made it, as a stale write
- * landing late would: the checker's negative control. */
+ * landing late would: the checker's negative control.
+ *
+ * image: blocks 0..COUNT-1 of GENERATION into a regular file, for a tool
+ * that writes a file's bytes (rdmablk-io write OFF LEN @FILE). */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -70,7 +74,8 @@ usage(void)
 {
 	fprintf(stderr, "usage: rdmablk-history run DEV NBLOCKS SECONDS THREADS HISTORY\n"
 		"       rdmablk-history check DEV NBLOCKS HISTORY\n"
-		"       rdmablk-history forge DEV BLOCK GENERATION\n");
+		"       rdmablk-history forge DEV BLOCK GENERATION\n"
+		"       rdmablk-history image FILE COUNT GENERATION\n");
 	exit(2);
 }
 
@@ -222,6 +227,33 @@ cmd_forge(char **argv)
 	return 0;
 }
 
+/* image FILE COUNT G: blocks 0..COUNT-1 as generation G wrote them, into
+ * the regular file FILE: a payload for `rdmablk-io write OFF LEN @FILE`,
+ * whose blocks are then checked as blocks 0..COUNT-1 of a copy of that
+ * range (tests/test-rbd-stale-write.sh). */
+static int
+cmd_image(char **argv)
+{
+	uint64_t count = num(argv[1], 4096), g = num(argv[2], UINT32_MAX), b;
+	struct sector buf[BLOCK / SECTOR];
+	FILE *f = fopen(argv[0], "w");
+
+	if (f == NULL) {
+		fprintf(stderr, "rdmablk-history: image %s: %s\n", argv[0], strerror(errno));
+		return 1;
+	}
+	for (b = 0; b < count; b++) {
+		fill_block(buf, b, g, 0);
+		if (fwrite(buf, 1, BLOCK, f) != BLOCK)
+			break;
+	}
+	if (fclose(f) != 0 || b < count) {
+		fprintf(stderr, "rdmablk-history: image %s: %s\n", argv[0], strerror(errno));
+		return 1;
+	}
+	return 0;
+}
+
 /* ---- check ---- */
 
 enum outcome { UNKNOWN, ACKED, FAILED };
@@ -345,6 +377,8 @@ cmd_check(char **argv)
 	if (load_history(argv[2], bh, counts) < 0)
 		return 1;
 	fd = open(argv[0], O_RDONLY | O_DIRECT);
+	if (fd < 0 && errno == EINVAL)
+		fd = open(argv[0], O_RDONLY);   /* a copy on tmpfs */
 	if (fd < 0) {
 		fprintf(stderr, "rdmablk-history: %s: %s\n", argv[0], strerror(errno));
 		return 1;
@@ -396,6 +430,8 @@ main(int argc, char **argv)
 		return cmd_check(argv + 2);
 	if (argc == 5 && strcmp(argv[1], "forge") == 0)
 		return cmd_forge(argv + 2);
+	if (argc == 5 && strcmp(argv[1], "image") == 0)
+		return cmd_image(argv + 2);
 	usage();
 	return 2;
 }

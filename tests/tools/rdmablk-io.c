@@ -2,7 +2,7 @@
  *
  *   rdmablk-io -H HOST [-p PORT] -e EXPORT [-q QD] [-t TIMEOUT_S]
  *              [-k KEEPALIVE_S] [-b] [-s] [-v] CMD ...
- *   info | write OFF LEN SEED [--fua] | read OFF LEN SEED | dump OFF LEN |
+ *   info | write OFF LEN SEED|@FILE [--fua] | read OFF LEN SEED | dump OFF LEN |
  *   flush | trim OFF LEN | zero OFF LEN | stress SECONDS THREADS [MAXLEN] |
  *   list | pattern OFF LEN SEED   (no connection)
  *
@@ -24,6 +24,7 @@
 
 #include "conn-opts.h"
 #include "pattern.h"
+#include "payload.h"
 #include "protocol.h"
 #include "rdmablk.h"
 #include "util.h"
@@ -164,19 +165,26 @@ cmd_info(struct rb_client *c)
 	return 0;
 }
 
+/* SEED's pattern, or with file (write OFF LEN @FILE) that file's bytes. */
 static int
 cmd_write(struct rb_client *c, uint64_t off, uint64_t len, uint64_t seed,
-	  unsigned flags)
+	  const char *file, unsigned flags)
 {
 	uint8_t *buf = xmalloc(CHUNK);
+	uint64_t pos = 0;
 	int r = 0;
 
 	while (len > 0 && r == 0) {
 		size_t n = len > CHUNK ? CHUNK : (size_t)len;
 
-		pattern_fill(buf, off, n, seed);
+		if (payload_fill(buf, off, pos, n, seed, file) < 0) {
+			r = -errno;
+			fprintf(stderr, "rdmablk-io: write: %s: %s\n", file, strerror(errno));
+			break;
+		}
 		r = rb_write(c, buf, n, off, flags);
 		off += n;
+		pos += n;
 		len -= n;
 	}
 	free(buf);
@@ -509,7 +517,9 @@ main(int argc, char **argv)
 	if (strcmp(cmd, "info") == 0)
 		r = cmd_info(c);
 	else if (strcmp(cmd, "write") == 0)
-		r = cmd_write(c, num(argv[1]), num(argv[2]), seed_arg(argv[3]),
+		r = cmd_write(c, num(argv[1]), num(argv[2]),
+			      argv[3][0] == '@' ? 0 : seed_arg(argv[3]),
+			      argv[3][0] == '@' ? argv[3] + 1 : NULL,
 			      argc > 4 && strcmp(argv[4], "--fua") == 0 ? RB_IO_FUA : 0);
 	else if (strcmp(cmd, "read") == 0)
 		r = cmd_read(c, num(argv[1]), num(argv[2]), seed_arg(argv[3]));

@@ -6,7 +6,7 @@
  *
  * Prints "ready" once connected, then reads commands, one per line:
  *
- *   write OFF LEN SEED | read OFF LEN SEED | flush | trim OFF LEN | zero OFF LEN
+ *   write OFF LEN SEED|@FILE | read OFF LEN SEED | flush | trim OFF LEN | zero OFF LEN
  *
  * and answers each with "ok" or "error MESSAGE" on stdout.  EOF on stdin
  * closes the connection and exits 0.  Each command is one library call:
@@ -21,6 +21,7 @@
 
 #include "conn-opts.h"
 #include "pattern.h"
+#include "payload.h"
 #include "rdmablk.h"
 #include "util.h"
 
@@ -48,12 +49,23 @@ log_fn(enum rb_log_level level, const char *msg)
 static int
 run(struct rb_client *c, char *line, const char **what)
 {
-	char op[16];
+	char op[16], arg[256] = "", *end;
 	uint64_t off = 0, len = 0, seed = 0;
+	const char *file = NULL;
 	uint8_t *buf;
 	int n, r;
 
-	n = sscanf(line, "%15s %" SCNu64 " %" SCNu64 " %" SCNu64, op, &off, &len, &seed);
+	n = sscanf(line, "%15s %" SCNu64 " %" SCNu64 " %255s", op, &off, &len, arg);
+	if (n == 4 && arg[0] == '@') {
+		file = arg + 1;             /* write OFF LEN @FILE */
+	} else if (n == 4) {
+		errno = 0;
+		seed = strtoull(arg, &end, 0);
+		if (errno != 0 || *end != '\0') {
+			*what = "bad seed";
+			return -EINVAL;
+		}
+	}
 	if (n < 1) {
 		*what = "empty command";
 		return -EINVAL;
@@ -71,8 +83,11 @@ run(struct rb_client *c, char *line, const char **what)
 	if (buf == NULL)
 		return -ENOMEM;
 	if (op[0] == 'w') {
-		pattern_fill(buf, off, len, seed);
-		r = rb_write(c, buf, len, off, 0);
+		r = payload_fill(buf, off, 0, len, seed, file) < 0 ? -errno :
+			rb_write(c, buf, len, off, 0);
+	} else if (file != NULL) {
+		r = -EINVAL;
+		*what = "read takes a seed";
 	} else {
 		r = rb_read(c, buf, len, off);
 		if (r == 0 && pattern_check(buf, off, len, seed) >= 0) {
