@@ -25,6 +25,9 @@ struct imglock {
 	int owner;                  /* we hold the lock */
 	int refused_logged;         /* said once per wait that another holds it */
 	int lost;                   /* owner, but librbd says the lock is not ours */
+	int fenced;                 /* lost it, or the cluster blocklisted this client
+				     * instance: for good (IMGLOCK_LOST), only a new
+				     * instance (the export's reopen) writes again */
 	uint64_t acquired, takeovers, nlost, breaks;
 	/* Lock thread only: */
 	char holder[128];           /* who held it when this wait began, or "" */
@@ -108,6 +111,14 @@ imglock_try(struct imglock *l)
 		  r == 0 ? "ok" : strerror(-r), (unsigned long long)((rb_now_ns() - t0) / 1000000u));
 	pthread_mutex_lock(&l->ht.mu);
 	l->breaks += (uint64_t)broke;
+	if (r == -ESHUTDOWN) {
+		/* EBLOCKLISTED: another target broke our lock and fenced us,
+		 * or an operator did; no retry can succeed. */
+		l->fenced = 1;
+		log_warnx("export %s: rbd_lock_acquire: this client instance is blocklisted: "
+			  "its writes fail over, and the export reopens the image", l->name);
+		return;
+	}
 	if (r == 0) {
 		l->owner = 1;
 		l->lost = 0;
@@ -142,6 +153,7 @@ imglock_check(struct imglock *l)
 	if (r < 0 || is_owner || !l->owner)
 		return;
 	l->lost = 1;
+	l->fenced = 1;
 	l->nlost++;
 	log_warnx("export %s: lost the image's exclusive lock without releasing it (another "
 		  "client broke it, or the cluster blocklisted this one): its writes fail",
@@ -171,6 +183,11 @@ imglock_main(void *arg)
 
 	pthread_mutex_lock(&l->ht.mu);
 	while (!l->ht.stopping) {
+		if (l->fenced && !l->owner) {
+			/* Nothing to try: wait to be destroyed (the reopen). */
+			pthread_cond_wait(&l->ht.cond, &l->ht.mu);
+			continue;
+		}
 		if (l->want && !l->owner) {
 			imglock_try(l);
 			imglock_notify(l);     /* got it, or the loop checks its deadline */
@@ -237,7 +254,7 @@ imglock_want(struct imglock *l)
 		l->want = 1;
 		pthread_cond_signal(&l->ht.cond);
 	}
-	st = !l->owner ? IMGLOCK_WAITING : l->lost ? IMGLOCK_LOST : IMGLOCK_OWNER;
+	st = l->fenced ? IMGLOCK_LOST : !l->owner ? IMGLOCK_WAITING : IMGLOCK_OWNER;
 	pthread_mutex_unlock(&l->ht.mu);
 	return st;
 }
@@ -258,8 +275,10 @@ void
 imglock_get_stats(struct imglock *l, struct imglock_stats *st)
 {
 	pthread_mutex_lock(&l->ht.mu);
-	if (l->owner)
-		st->state = l->lost ? IMGLOCK_LOST : IMGLOCK_OWNER;
+	if (l->fenced)
+		st->state = IMGLOCK_LOST;
+	else if (l->owner)
+		st->state = IMGLOCK_OWNER;
 	else
 		st->state = l->want ? IMGLOCK_WAITING : IMGLOCK_NONE;
 	st->acquired = l->acquired;
