@@ -19,7 +19,7 @@
 # block's value, a generation never written, or a durable write missing fails the round.
 # (The fault names the target it hit; flap always hits b's path.) Rounds:
 # RDMABLK_TEST_HISTORY_ROUNDS, 2 by default, 20 under make check-long; the seed is
-# RDMABLK_TEST_HISTORY_SEED or drawn, and printed. The same with nbdkit and nbd-client on 6.1:
+# RDMABLK_TEST_HISTORY_SEED, else 79776 in make check and drawn in check-long, and printed. The same with nbdkit and nbd-client on 6.1:
 # tests/test-failover-history-nbd.sh. Negative control, once: a stale write of an
 # acknowledged block's older generation, landing late (what finding 1's fix prevents, and what
 # tests/test-rbd-stale-write.sh provokes for real), is reported as a lost acknowledged write.
