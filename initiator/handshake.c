@@ -141,14 +141,36 @@ send_ctrl(struct rb_conn *conn, size_t len, uint64_t deadline_ns, char *errbuf)
 	return r < 0 ? r : wait_ctrl_sent(conn, deadline_ns, errbuf);
 }
 
-/* Send len bytes of the control buffer and wait for the answer, what. */
+/* 1 when the message received at index is a HELLO_REPLY that refuses. */
+static int
+is_refusal(struct rb_conn *conn, uint32_t index, uint32_t len)
+{
+	struct rb_export_info e;
+	const char *why = "";
+	const void *buf = rb_conn_recv_buf(conn, index);
+	uint8_t type;
+
+	return rb_msg_peek(buf, len, &type, &why) == 0 && type == RB_MSG_HELLO_REPLY &&
+	       rb_hello_reply_decode(buf, len, &e, &why) == 0 && e.status != RB_OK;
+}
+
+/* Send len bytes of the control buffer and wait for the answer, what, then
+ * for the SEND's completion, which frees the buffer for the next message.
+ * Not after a refusal: the target sends it and closes at once, so the ACK of
+ * our SEND may never come, and the refusal is what the caller must report;
+ * the connection then ends, and its teardown destroys the QP before the
+ * buffer. */
 static int
 exchange(struct rb_conn *conn, size_t len, const char *what, uint64_t deadline_ns,
 	 uint32_t *index, uint32_t *rlen, char *errbuf)
 {
-	int r = send_ctrl(conn, len, deadline_ns, errbuf);
+	int r = post_ctrl(conn, len, errbuf);
 
-	return r < 0 ? r : wait_recv(conn, deadline_ns, index, rlen, what, errbuf);
+	if (r == 0)
+		r = wait_recv(conn, deadline_ns, index, rlen, what, errbuf);
+	if (r == 0 && !is_refusal(conn, *index, *rlen))
+		r = wait_ctrl_sent(conn, deadline_ns, errbuf);
+	return r;
 }
 
 static int
