@@ -184,15 +184,24 @@ rbd_start(struct rbd_backing *b, struct job *j)
 	b->on_image++;
 }
 
+/* The session's lock state as --stats shows it: asks for nothing. */
+static enum imglock_state
+rbd_lock_state(struct rbd_backing *b)
+{
+	struct imglock_stats st;
+
+	imglock_get_stats(b->s->lock, &st);
+	return st.state;
+}
+
 /* 1 when this session holds the image's lock, or held it and lost it
  * (then a flush must go to librbd and fail). */
 static int
 rbd_lock_held(struct rbd_backing *b)
 {
-	struct imglock_stats st;
+	enum imglock_state st = rbd_lock_state(b);
 
-	imglock_get_stats(b->s->lock, &st);
-	return st.state == IMGLOCK_OWNER || st.state == IMGLOCK_LOST;
+	return st == IMGLOCK_OWNER || st == IMGLOCK_LOST;
 }
 
 /* Start j, or queue it for the lock, or for the session about to be
@@ -431,14 +440,10 @@ rbd_backing_tick(struct rbd_backing *b, int failed)
 		rbd_swap(b);
 		return 1;
 	}
-	if (!failed && b->s->lock != NULL) {
-		/* Another target broke our lock and blocklisted this client
-		 * instance: only a new one can write the image again. */
-		struct imglock_stats st;
-
-		imglock_get_stats(b->s->lock, &st);
-		failed = st.state == IMGLOCK_LOST;
-	}
+	/* Another target broke our lock and blocklisted this client
+	 * instance: only a new one can write the image again. */
+	if (!failed && b->s->lock != NULL)
+		failed = rbd_lock_state(b) == IMGLOCK_LOST;
 	now = rb_now_ns();
 	if (!failed || now < b->reopen_after_ns)
 		return 0;
