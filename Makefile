@@ -6,6 +6,8 @@
 #   make bench           performance side by side (QUICK=1 for a short run, ONLY="AR rbd-nbd" for some setups)
 #   make SANITIZE=1 ...  the same with ASan and UBSan, built into build-san/
 #   make WERROR=0 ...    warnings stay warnings (-Werror is on by default and in CI)
+#   make V=1 ...         print each full compiler and linker command (default: one
+#                        short line per step, "CC build/target/conn.o")
 #   make check SANITIZE=thread
 #                        ThreadSanitizer, built into build-tsan/: unit tests and the
 #                        integration tests whose threads are ours (see docs/testing.md)
@@ -23,6 +25,19 @@ SANFLAGS :=
 endif
 
 CC      ?= cc
+# Quiet by default, as nbdkit and the kernel build: $(call say,CC,FILE) prints "  CC  FILE"
+# before a step and hides its command; V=1 prints the commands instead. A compiler's
+# warnings and errors are printed either way.
+V ?= 0
+ifeq ($(V),1)
+say =
+else
+say = @printf '  %-4s %s\n' '$(1)' '$(2)';
+MAKEFLAGS += --no-print-directory
+endif
+# Keep the objects that pattern chains make (unit tests, tools): no "rm ..." line at the end,
+# and no rebuild of them next time.
+.SECONDARY:
 PREFIX  ?= /usr/local
 DESTDIR ?=
 SYSCONFDIR ?= /etc
@@ -85,47 +100,47 @@ all: $(TARGET_BIN) $(RBD_MOD) $(LIB) $(PLUGIN) $(UBLK_BIN) $(TOOL_BINS) $(UNIT_B
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) -c $< -o $@
+	$(call say,CC,$@)$(CC) $(CPPFLAGS) $(ALL_CFLAGS) -c $< -o $@
 
 # Only what target/rbd-module.sym lists is exported to the module.
 $(TARGET_BIN): $(TARGET_OBJS) $(COMMON_OBJS) target/rbd-module.sym
-	$(CC) $(LDFLAGS) -Wl,--dynamic-list=target/rbd-module.sym -o $@ $(filter %.o,$^) $(TARGET_LIBS)
+	$(call say,LD,$@)$(CC) $(LDFLAGS) -Wl,--dynamic-list=target/rbd-module.sym -o $@ $(filter %.o,$^) $(TARGET_LIBS)
 
 # -Bsymbolic: the module's calls to its own rbd_backing_* stay in the module.
 $(RBD_MOD): $(RBD_MOD_OBJS)
-	$(CC) $(LDFLAGS) -shared -Wl,-Bsymbolic -o $@ $^ $(RBD_LIBS)
+	$(call say,LD,$@)$(CC) $(LDFLAGS) -shared -Wl,-Bsymbolic -o $@ $^ $(RBD_LIBS)
 
 $(LIB): $(INITIATOR_OBJS) $(COMMON_OBJS)
 	@rm -f $@
-	ar rcs $@ $^
+	$(call say,AR,$@)ar rcs $@ $^
 
 # -z nodelete: nbdkit's dlclose at exit must not unmap code that a thread
 # still runs (plugin/rdma.c, open_handles).
 $(PLUGIN): $(PLUGIN_OBJS) $(LIB)
-	$(CC) $(LDFLAGS) -shared -Wl,-z,nodelete -o $@ $(PLUGIN_OBJS) $(LIB) $(INIT_LIBS)
+	$(call say,LD,$@)$(CC) $(LDFLAGS) -shared -Wl,-z,nodelete -o $@ $(PLUGIN_OBJS) $(LIB) $(INIT_LIBS)
 
 $(UBLK_BIN): $(UBLK_OBJS) $(LIB)
-	$(CC) $(LDFLAGS) -o $@ $(UBLK_OBJS) $(LIB) $(INIT_LIBS) -luring
+	$(call say,LD,$@)$(CC) $(LDFLAGS) -o $@ $(UBLK_OBJS) $(LIB) $(INIT_LIBS) -luring
 
 # nbdkit_* symbols come from the nbdkit executable, so no -z defs here.
 # Unit tests link everything but the target's main().
 $(BUILD)/tests/unit/%: $(BUILD)/tests/unit/%.o $(TARGET_LIBOBJS) $(LIB)
-	$(CC) $(LDFLAGS) -o $@ $< $(TARGET_LIBOBJS) $(LIB) $(TARGET_LIBS)
+	$(call say,LD,$@)$(CC) $(LDFLAGS) -o $@ $< $(TARGET_LIBOBJS) $(LIB) $(TARGET_LIBS)
 # test-request drives request.c and request-exec.c alone: what it calls on the connection,
 # the pool, the ioq and the flusher are the test's own fakes (no verbs).
 $(BUILD)/tests/unit/test-request: $(BUILD)/tests/unit/test-request.o \
 		$(BUILD)/target/request.o $(BUILD)/target/request-exec.o \
 		$(BUILD)/target/log.o $(LIB)
-	$(CC) $(LDFLAGS) -o $@ $^ $(TARGET_LIBS)
+	$(call say,LD,$@)$(CC) $(LDFLAGS) -o $@ $^ $(TARGET_LIBS)
 
 $(TOOLLIB): $(call obj,$(TOOLLIB_SRCS))
 	@rm -f $@
-	ar rcs $@ $^
+	$(call say,AR,$@)ar rcs $@ $^
 
 $(BUILD)/tests/rdmablk-hostile: $(HOSTILE_OBJS)
 
 $(BUILD)/tests/%: $(BUILD)/tests/tools/%.o $(TOOLLIB) $(LIB)
-	$(CC) $(LDFLAGS) -o $@ $< $(filter $(HOSTILE_OBJS),$^) $(TOOLLIB) $(LIB) $(INIT_LIBS)
+	$(call say,LD,$@)$(CC) $(LDFLAGS) -o $@ $< $(filter $(HOSTILE_OBJS),$^) $(TOOLLIB) $(LIB) $(INIT_LIBS)
 
 export RDMABLK_BUILD := $(abspath $(BUILD))
 export RDMABLK_SANITIZE := $(SANITIZE)
