@@ -272,6 +272,24 @@ imglock_idle(struct imglock *l)
 }
 
 void
+imglock_fenced(struct imglock *l)
+{
+	pthread_mutex_lock(&l->ht.mu);
+	if (!l->fenced) {
+		l->fenced = 1;
+		if (l->owner && !l->lost) {
+			l->lost = 1;
+			l->nlost++;
+		}
+		log_warnx("export %s: the OSDs refuse this client instance (blocklisted)%s: "
+			  "its writes fail over, and the export reopens the image", l->name,
+			  l->lost ? ": it lost the image's exclusive lock" : "");
+		pthread_cond_signal(&l->ht.cond);
+	}
+	pthread_mutex_unlock(&l->ht.mu);
+}
+
+void
 imglock_get_stats(struct imglock *l, struct imglock_stats *st)
 {
 	pthread_mutex_lock(&l->ht.mu);

@@ -54,6 +54,10 @@ void imglock_destroy(struct imglock *l);
 enum imglock_state imglock_want(struct imglock *l);
 /* Nothing needs the lock any more: the thread releases it. */
 void imglock_idle(struct imglock *l);
+/* The OSDs refused an op of this client instance (ESHUTDOWN: it is on the
+ * blocklist): fenced for good (IMGLOCK_LOST), and the lock lost if it was
+ * held, whether or not librbd noticed yet. */
+void imglock_fenced(struct imglock *l);
 void imglock_get_stats(struct imglock *l, struct imglock_stats *st);
 
 #endif
