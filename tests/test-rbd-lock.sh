@@ -4,7 +4,8 @@
 # while A lives; once A is killed -9, B takes the lock over (librbd breaks the dead holder's
 # lock when its watch lapsed, 10 s in the test cluster) and the same write lands; while it
 # waits, its ttl passes, B answers ETIMEDOUT having written nothing, and the initiator resends
-# it. Control: while A is idle (no connection, lock released), a write through B lands at once,
+# it. B serves a read and a FLUSH without the lock, and never breaks the lock of the live A;
+# after the takeover A's instance is on the OSDs' blocklist. Control: while A is idle (no connection, lock released), a write through B lands at once,
 # so the check that B's data is absent can see it when it is there. --stats shows each side's lock state (owner,
 # waiting, none) and counts the takeover.
 # shellcheck source=tests/ceph-lib.sh
@@ -50,6 +51,17 @@ track_pid "$writer"
 wait_for 60 grep -q '^ACK ' "$T/acks" || fail "A acknowledged no write"
 grep -q 'holds the image.s exclusive lock' "$LOGS/a.log" || fail "A does not say it holds the lock"
 rbd_lock_is "$T/a.conf" rbd0 owner || fail "A's --stats does not show it as the lock's owner"
+# Only writes need the lock. A read through B is served while A holds it, and so is a FLUSH:
+# B has nothing of its own on the image, so it answers at once (a FLUSH that waited for the
+# lock would reach its 30 s timeout, since A holds it as long as its writer runs), and B still
+# does not take the lock.
+step b-read timeout 60 "$IO" -H "$RDMABLK_ADDR" -p 10825 -e rbd0 -t 30 read 1048576 65536 11 ||
+    fail "a read through B failed while A held the lock"
+step b-flush timeout 60 "$IO" -H "$RDMABLK_ADDR" -p 10825 -e rbd0 -t 30 flush ||
+    fail "a FLUSH through B failed while A held the lock"
+rbd_lock_is "$T/b.conf" rbd0 none || fail "B's read or FLUSH changed its lock state"
+rbd_lock_is "$T/a.conf" rbd0 owner || fail "A lost the lock to B's read or FLUSH"
+ok "while A holds the lock, B serves a read and answers a FLUSH without taking it"
 
 "$IO" -H "$RDMABLK_ADDR" -p 10825 -e rbd0 -t 120 write 2097152 65536 22 >"$LOGS/b-write.log" 2>&1 &
 bwrite=$!
@@ -68,6 +80,10 @@ wait_for 30 grep -q 'not started within its ttl.*resending it' "$LOGS/b-write.lo
     fail "the initiator did not resend the write B answered ETIMEDOUT"
 ! in_image 2097152 65536 22 ttl || fail "B wrote the image after the write's ttl passed"
 ok "the waiting write's ttl passed: B answered ETIMEDOUT, the initiator resent it, nothing landed"
+# A answers (it is alive): B, whose write waited past its ttl, never broke A's lock.
+[ "$(rbd_lock_stat "$T/b.conf" rbd0 breaks)" = 0 ] || fail "B broke the lock of A, which is alive"
+holder=$(rbd_cmd lock ls rbd/img0 2>/dev/null | awk 'NR > 2 && $1 ~ /^client\./ { print $NF; exit }')
+[ -n "$holder" ] || fail "rbd lock ls names no holder while A writes"
 
 t0=$SECONDS
 kill -KILL "$pid_a"
@@ -82,3 +98,10 @@ grep -q 'holds the image.s exclusive lock, taken over from' "$LOGS/b.log" ||
 [ "$(rbd_lock_stat "$T/b.conf" rbd0 takeovers)" = 1 ] || fail "B's --stats counts no lock takeover"
 [ "$(rbd_lock_stat "$T/b.conf" rbd0 acquired)" = 2 ] || fail "B's --stats: lock not acquired twice"
 ok "A killed -9: B took the lock over (--stats: takeovers 1) and its write landed ${took}s later"
+# The takeover fenced the dead holder: A's instance is on the OSDs' blocklist, so nothing it
+# had in flight can land (the ceph CLI is slow on a loaded TCG host: asked until it answers).
+blocklisted() {
+    ceph_cmd osd blocklist ls >"$LOGS/blocklist.log" 2>&1 && grep -qF "$holder" "$LOGS/blocklist.log"
+}
+wait_for 180 blocklisted || fail "A ($holder) is not on the OSDs' blocklist after the takeover"
+ok "A's instance $holder is on the OSDs' blocklist"
