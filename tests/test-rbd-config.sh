@@ -3,7 +3,9 @@
 # wrong pool, a missing image, a wrong ceph-conf, an unreachable mon, a bad ceph-id, a
 # world-readable keyring, a wrong size and ceph-* keys on a file export each give a FILE:LINE
 # error naming what was wrong, and nothing hangs (the unreachable mon gives up after the 10 s
-# client_mount_timeout, and says so). The target refuses to start on the same error.
+# client_mount_timeout, and says so). The target refuses to start on the same error. An image
+# without exclusive-lock or with rbd_cache on is refused, and rbd_blocklist_on_break_lock = false
+# in ceph.conf gets a warning (docs/rbd.md, Failover).
 # shellcheck source=tests/ceph-lib.sh
 . "$(dirname "$0")/ceph-lib.sh"
 
@@ -15,6 +17,42 @@ write_rbd_target_conf "$T/good.conf" 10821 "ceph-id = admin" "size = 32M"
 step good timeout 60 "$BUILD/rdmablk-target" -n -c "$T/good.conf" || fail "good RBD config rejected"
 grep -qx 'configuration OK' "$LOGS/good.log" || fail "no 'configuration OK'"
 ok "rbd:rbd/img0 with ceph-conf, ceph-id, size: configuration OK"
+
+# What a writable export needs for failover (docs/rbd.md, docs/durability.md): the image's
+# exclusive-lock feature, and no client cache; and a ceph.conf that stops librbd from
+# blocklisting the holder whose lock it breaks gets a warning, because such a target cannot
+# fence a hung holder.
+step mk-nolock rbd_cmd create --size 8M --image-feature layering rbd/nolock ||
+    fail "rbd create rbd/nolock failed"
+step mk-cached rbd_cmd create --size 8M rbd/cached || fail "rbd create rbd/cached failed"
+step set-cached rbd_cmd config image set rbd/cached rbd_cache true || fail "rbd config image set failed"
+cat >"$T/failover.conf" <<CONF
+[target]
+listen = $RDMABLK_ADDR
+[export nolock]
+path = rbd:rbd/nolock
+ceph-conf = $CEPH_CONF
+[export cached]
+path = rbd:rbd/cached
+ceph-conf = $CEPH_CONF
+CONF
+rc=0
+step failover timeout 120 "$BUILD/rdmablk-target" -n -c "$T/failover.conf" || rc=$?
+[ "$rc" = 1 ] || fail "an image without exclusive-lock, or with rbd_cache on: -n exit $rc, expected 1"
+grep -q "failover.conf:4: .*image rbd/nolock has no exclusive-lock feature" "$LOGS/failover.log" &&
+    grep -qF "(rbd feature enable rbd/nolock exclusive-lock)" "$LOGS/failover.log" ||
+    fail "-n did not refuse the image without exclusive-lock, naming the command"
+grep -q "failover.conf:7: .*image rbd/cached sets rbd_cache = true in its metadata" \
+    "$LOGS/failover.log" || fail "-n did not refuse the image that turns rbd_cache on"
+sed '/^\[global\]/a rbd blocklist on break lock = false' "$CEPH_CONF" >"$T/nobreak.conf"
+write_rbd_target_conf "$T/nobreak-target.conf" 10822
+sed -i "s|^ceph-conf = .*|ceph-conf = $T/nobreak.conf|" "$T/nobreak-target.conf"
+step nobreak timeout 60 "$BUILD/rdmablk-target" -n -c "$T/nobreak-target.conf" ||
+    fail "-n refused a config that only deserves a warning"
+grep -q "warning: export rbd0: $T/nobreak.conf:[0-9]* sets rbd_blocklist_on_break_lock = false" \
+    "$LOGS/nobreak.log" || fail "-n did not warn about rbd_blocklist_on_break_lock = false"
+ok "-n refuses an image without exclusive-lock and one with rbd_cache on, and warns when" \
+    "a lock break would not blocklist"
 
 # A ceph.conf whose only monitor nobody listens on (loopback, a port nothing uses).
 sed "s/^mon host = .*/mon host = 127.0.0.1:6799/" "$CEPH_CONF" >"$T/nomon.conf"
