@@ -231,6 +231,9 @@ rb_conn_create(const struct rb_conn_cfg *cfg, int list_only, uint64_t deadline_n
 	}
 	conn->cfg = *cfg;
 	conn->refs = 1;
+	/* Test hook (docs/testing.md): send no ttl, as initiators that
+	 * predate it do, to exercise the target's rule for them. */
+	conn->test_no_ttl = getenv("RDMABLK_TEST_NO_TTL") != NULL;
 	SLIST_INIT(&conn->free_slots);
 	conn->stop_fd = -1;
 	conn->leader = -1;

@@ -244,6 +244,7 @@ struct rb_conn {
 	 * direct.c).  fault_fence: test hook, every revoke "fails". */
 	int                         fence_failed;
 	int                         fault_fence;
+	int                         test_no_ttl; /* test hook: send no ttl (request.c) */
 	int                         rxe_quirk;  /* rb_wc_invalidated: a Soft-RoCE device */
 	unsigned                    binds;      /* atomic: window binds posted */
 	struct rb_export_info       exp;        /* the HELLO_REPLY */

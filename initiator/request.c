@@ -135,7 +135,7 @@ rb_conn_claim_locked(struct rb_conn *conn, struct rb_slot *s, const struct rb_io
 	s->opcode = io->opcode;
 	/* Under the lock: rb_conn_hold_ns reads them once the connection died. */
 	s->post_ns = rb_now_ns();
-	s->ttl = (conn->exp.flags & RB_EXP_TTL) && io->deadline_ns != 0 ?
+	s->ttl = (conn->exp.flags & RB_EXP_TTL) && !conn->test_no_ttl && io->deadline_ns != 0 ?
 		rb_ttl_for(io->deadline_ns, s->post_ns) : 0;
 	/* Set under the lock, before posting: whoever reaps the reply reads
 	 * them under the lock too.  A fresh window key per request. */
