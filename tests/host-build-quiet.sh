@@ -9,6 +9,8 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 work=$(mktemp -d /tmp/rdmablk-build-quiet.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 fails=0
+# Not the variables of a make that runs this test (make check V=1 would pass V=1 on).
+unset MAKEFLAGS MFLAGS MAKELEVEL MAKEOVERRIDES
 fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 
 # Quiet: every line of a clean build is a short one, and there is one per object.
