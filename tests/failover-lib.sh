@@ -101,13 +101,14 @@ failovers_in() {
     grep -c "failed over from $RDMABLK_ADDR:10810 to $ADDR2:10810" "$1" || true
 }
 
-# start_two_rbd_targets: a one-node Ceph cluster with Ceph's default watch timeout (30 s) and a
-# 64M image rbd/img0, served as disk0 by targets a and b (start_two_targets). Needs ceph-lib.sh.
+# start_two_rbd_targets [WATCH_S]: a one-node Ceph cluster with Ceph's default watch timeout
+# (30 s; WATCH_S instead) and a 64M image rbd/img0, served as disk0 by targets a and b
+# (start_two_targets). Needs ceph-lib.sh.
 start_two_rbd_targets() {
     require_rdma
     require_ceph
     add_second_address
-    CEPH_WATCH_TIMEOUT=30 ceph_up rbd img0 64M
+    CEPH_WATCH_TIMEOUT=${1:-30} ceph_up rbd img0 64M
     # shellcheck disable=SC2034  # read by write_shared_conf
     SHARED_PATH=rbd:rbd/img0
     # shellcheck disable=SC2034

@@ -1,0 +1,38 @@
+#!/bin/bash
+# A failover from a hung target fits in the initiator's default timeout, however long Ceph's
+# watch timeout is (docs/rbd.md, "The timing rule"). Targets a and b serve one RBD image; the
+# cluster's watch timeout is 60 s, twice Ceph's default, so that waiting for it cannot fit in
+# the initiator's 30 s by luck (with the 30 s default the old target's takeover came 30 s after
+# the stop, right at the deadline, and passed). A client with every default (timeout 30 s,
+# keepalive 2 s; rdmablk-pair, one client) writes a block and reads it back every 200 ms
+# through a, so a write is in flight when a is stopped (SIGSTOP). b must break the lock of a,
+# which keeps its watch but answers nothing, and serve that write within its 30 s: the client
+# sees no error. A target that waits for the holder's watch to lapse before librbd breaks the
+# lock answers after the write's deadline, and the client reports the error (the build before
+# the break: "request timed out" at b, and "error 1: Input/output error").
+# shellcheck source=tests/ceph-lib.sh
+. "$(dirname "$0")/ceph-lib.sh"
+# shellcheck source=tests/failover-lib.sh
+. "$(dirname "$0")/failover-lib.sh"
+
+PAIR=$BUILD/tests/rdmablk-pair
+requires_file "$PAIR" "$BUILD/rdmablk-target"
+start_two_rbd_targets 60
+
+"$PAIR" 60 hostname="$RDMABLK_ADDR,$ADDR2" export=disk0 >"$LOGS/pair.log" 2>&1 &
+pair=$!
+track_pid "$pair"
+wait_for 60 grep -qx ready "$LOGS/pair.log" || fail "rdmablk-pair did not connect"
+wait_for 60 rbd_lock_is "$T/a.conf" disk0 owner || fail "a does not hold the image's lock"
+sleep 2
+kill -STOP "$PID_A"
+on_exit kill -CONT "$PID_A"
+t0=$SECONDS
+wait_for 90 grep -qx "1: failed over" "$LOGS/pair.log" ||
+    fail "the client did not fail over to b: $(grep -E '^error|timed out|within the timeout' "$LOGS/pair.log" | head -n 3)"
+took=$((SECONDS - t0))
+rbd_lock_is "$T/b.conf" disk0 owner || fail "the client failed over, but b does not hold the lock"
+kill -CONT "$PID_A"
+wait_exit 120 "$pair" || fail "the client reported an error: $(grep '^error' "$LOGS/pair.log")"
+ok "a stopped: b took its lock and the client's write went through b within its default" \
+    "timeout (failed over after ${took}s), with no error"
