@@ -34,20 +34,6 @@ rb_secret_wipe(struct rb_secret *s)
 	s->len = 0;
 }
 
-int
-rb_secret_dup(struct rb_secret *dst, const struct rb_secret *src)
-{
-	dst->key = NULL;
-	dst->len = 0;
-	if (src->key == NULL)
-		return 0;
-	dst->key = malloc(src->len);
-	if (dst->key == NULL)
-		return -1;
-	memcpy(dst->key, src->key, src->len);
-	dst->len = src->len;
-	return 0;
-}
 
 int
 rb_secret_load(const char *path, struct rb_secret *s, char *err, size_t errlen)

@@ -44,8 +44,6 @@ struct rb_auth_bind {
 int  rb_secret_load(const char *path, struct rb_secret *s, char *err, size_t errlen);
 /* Wipe (OPENSSL_cleanse) and free; s is left empty.  NULL-safe. */
 void rb_secret_wipe(struct rb_secret *s);
-/* Copy (for a connection that outlives its config).  0 or -1. */
-int  rb_secret_dup(struct rb_secret *dst, const struct rb_secret *src);
 
 /* A key's identity, HMAC(K, "rdmablk-key-id"): equal for equal keys, and
  * tells nothing of K, so a connection can remember which key it

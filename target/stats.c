@@ -72,12 +72,6 @@ const char *const stats_refusal_names[STATS_REFUSED__COUNT] = {
 	[STATS_REFUSED_ADDRESS_LIMIT]    = "address_limit",
 };
 
-const char *
-stats_refusal_name(enum stats_refusal r)
-{
-	return (unsigned)r < STATS_REFUSED__COUNT ? stats_refusal_names[r] : "?";
-}
-
 void
 stats_count(struct target *t, uint64_t *counter)
 {

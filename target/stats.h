@@ -137,7 +137,6 @@ void stats_io_add(struct stats_io *dst, const struct stats_io *src);
 /* The latency below which a fraction pct/100 of o's requests fall, in
  * microseconds (a bucket's upper bound, at most the maximum); 0 when empty. */
 uint64_t stats_percentile_us(const struct stats_op *o, unsigned pct);
-const char *stats_refusal_name(enum stats_refusal r);
 /* The names --stats gives each refusal and revocation reason (stats.c). */
 extern const char *const stats_refusal_names[STATS_REFUSED__COUNT];
 extern const char *const stats_revocation_names[STATS_REVOKED__COUNT];

@@ -6,21 +6,6 @@
 
 #include "ublk.h"
 
-const char *
-ub_cmd_name(unsigned op)
-{
-	switch (_IOC_NR(op)) {
-	case UBLK_CMD_GET_DEV_INFO: return "GET_DEV_INFO";
-	case UBLK_CMD_ADD_DEV:      return "ADD_DEV";
-	case UBLK_CMD_DEL_DEV:      return "DEL_DEV";
-	case UBLK_CMD_START_DEV:    return "START_DEV";
-	case UBLK_CMD_STOP_DEV:     return "STOP_DEV";
-	case UBLK_CMD_SET_PARAMS:   return "SET_PARAMS";
-	case UBLK_CMD_GET_FEATURES: return "GET_FEATURES";
-	default:                    return "ublk command";
-	}
-}
-
 int
 ub_ctrl_open(struct ub_ctrl *c)
 {

@@ -43,7 +43,6 @@ void ub_ctrl_close(struct ub_ctrl *c);
  * argument.  Returns the kernel's result (>= 0) or a negative errno. */
 int  ub_ctrl_cmd(struct ub_ctrl *c, unsigned op, uint32_t dev_id, void *buf,
 		 uint16_t len, uint64_t data0);
-const char *ub_cmd_name(unsigned op);
 
 /* A device being served (dev.c). */
 struct ub_queue;
