@@ -27,7 +27,7 @@
 #define CONFIG_DEFAULT_KEEPALIVE   10u   /* seconds */
 #define CONFIG_DEFAULT_HANDSHAKE   15u   /* seconds */
 #define CONFIG_MAX_SECONDS         3600u
-/* Connections before and after authentication (issue 13): every accepted
+/* Connections before and after authentication (docs/security.md): every accepted
  * connection pins its receive ring, so none of these is unlimited. */
 #define CONFIG_DEFAULT_MAX_CONNS_TOTAL    256u
 #define CONFIG_DEFAULT_MAX_HANDSHAKES     64u

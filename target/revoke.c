@@ -1,4 +1,4 @@
-/* Reload revokes what the new config no longer grants (issue 13).
+/* Reload revokes what the new config no longer grants.
  *
  * A connection got its rights at HELLO: its address was allowed, it proved
  * the export's key (or the export had none), and it was told the export's

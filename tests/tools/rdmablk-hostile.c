@@ -26,7 +26,7 @@
  * flight" once the first reply came back, so that a test can kill -9 it
  * while requests are certainly outstanding.
  *
- * starve is not a test either but the pool-starvation attack (issue 13):
+ * starve is not a test either but the pool-starvation attack (docs/security.md):
  * it connects asking for infinite RNR retry (rnr_retry_count 7), posts one
  * receive (for HELLO_REPLY) and none after it, then sends QD READs of
  * max_io (at most 1 MiB), whose replies the target can never deliver.  It
@@ -42,7 +42,7 @@
  * churn()), and prints "churn: N connections tried, E established, R
  * rejected, F failed": the 1,000-connection flood of make check-long.
  *
- * hold is the handshake flood (issue 13): it opens N connections, one
+ * hold is the handshake flood (docs/security.md): it opens N connections, one
  * after the other, and leaves each un-authenticated for SECONDS: the even
  * ones send nothing after the connect (the target waits for HELLO), the odd
  * ones send HELLO and never answer the CHALLENGE (the export should have a

@@ -1,6 +1,6 @@
 /* rdmablk-relay: an on-path attacker that relays the authentication of a
  * genuine initiator to the real target, to get an authenticated connection
- * of its own (issue 13, medium 7; docs/security.md).
+ * of its own (docs/security.md).
  *
  *   rdmablk-relay -l LISTEN_ADDR [-p LISTEN_PORT] -H TARGET [-P TARGET_PORT]
  *                 [-t TIMEOUT_S]

@@ -1,4 +1,4 @@
-/* Unit test for the [target] connection limits (issue 13): which limit
+/* Unit test for the [target] connection limits (docs/security.md): which limit
  * listener_over_limit names for a CONNECT_REQUEST, how peers are compared
  * (rb_sockaddr_same_host), and the memlock sum of target/memlock.c.  No
  * RDMA needed: connections are bare struct conn on one loop's list. */
