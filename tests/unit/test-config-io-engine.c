@@ -9,19 +9,10 @@
 
 #include "../../target/config.h"
 #include "../../target/log.h"
+#include "check.h"
 
 static char dir[] = "/tmp/rdmablk-test-config-io.XXXXXX";
 static char conf[512];
-static int failures;
-
-static void
-check(int cond, const char *what)
-{
-	printf("%s: %s\n", cond ? "ok" : "FAIL", what);
-	if (!cond)
-		failures++;
-}
-
 static void
 collect(void *arg, const char *msg)
 {

@@ -3,7 +3,6 @@
  * No RDMA needed.  Prints one line per check; exits 0 or 1. */
 #include <arpa/inet.h>
 #include <netinet/in.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,10 +11,10 @@
 
 #include "../../target/config.h"
 #include "../../target/log.h"
+#include "check.h"
 
 static char dir[] = "/tmp/rdmablk-test-config.XXXXXX";
 static char conf[512], img[512], img2[512];
-static int failures;
 
 struct errors {
 	char text[4096];
@@ -30,23 +29,6 @@ collect(void *arg, const char *msg)
 
 	e->n++;
 	snprintf(e->text + len, sizeof(e->text) - len, "%s\n", msg);
-}
-
-static void
-check(int cond, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static void
-check(int cond, const char *fmt, ...)
-{
-	va_list ap;
-
-	printf("%s: ", cond ? "ok" : "FAIL");
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	printf("\n");
-	if (!cond)
-		failures++;
 }
 
 static void
@@ -70,7 +52,7 @@ load(const char *text, int flags, struct errors *e)
 	write_conf(text);
 	c = config_load(conf, flags, collect, e, &n);
 	if (n != e->n)
-		check(0, "error count %u matches reported errors %u", n, e->n);
+		checkf(0, "error count %u matches reported errors %u", n, e->n);
 	return c;
 }
 
@@ -84,7 +66,7 @@ expect_error(const char *name, const char *text, int line, const char *what)
 	char where[600];
 
 	snprintf(where, sizeof(where), "%s:%d: ", conf, line);
-	check(c == NULL && strstr(e.text, where) != NULL && strstr(e.text, what) != NULL,
+	checkf(c == NULL && strstr(e.text, where) != NULL && strstr(e.text, what) != NULL,
 	      "%s: reported as %s...%s", name, where, what);
 	if (c != NULL || strstr(e.text, where) == NULL || strstr(e.text, what) == NULL)
 		printf("   got: %s", e.n ? e.text : "(no error)\n");
@@ -179,32 +161,32 @@ main(void)
 		 "path = %s\n"
 		 "read-only = yes\n", img, img2);
 	c = load(text, 0, &e);
-	check(c != NULL, "valid config parses (errors: %s)", e.n ? e.text : "none");
+	checkf(c != NULL, "valid config parses (errors: %s)", e.n ? e.text : "none");
 	if (c == NULL)
 		return 1;
-	check(strcmp(c->listen_host, "10.55.0.1") == 0, "listen = 10.55.0.1");
-	check(c->port == 10999, "port = 10999");
-	check(c->queue_depth == 64, "queue-depth = 64");
-	check(c->max_io == 512 * 1024, "max-io = 512K");
-	check(c->threads == 3, "threads = 3");
-	check(c->log_level == LOG_LEVEL_DEBUG, "log-level = debug");
-	check(c->buffer_pool == 16u << 20, "buffer-pool = 16M");
-	check(c->inline_max == 2048, "inline-max = 2K");
-	check(c->keepalive == 0, "keepalive = 0 (disabled)");
-	check(c->handshake_timeout == 5, "handshake-timeout = 5");
-	check(c->max_conns_total == 100 && c->max_handshakes == 10 &&
+	checkf(strcmp(c->listen_host, "10.55.0.1") == 0, "listen = 10.55.0.1");
+	checkf(c->port == 10999, "port = 10999");
+	checkf(c->queue_depth == 64, "queue-depth = 64");
+	checkf(c->max_io == 512 * 1024, "max-io = 512K");
+	checkf(c->threads == 3, "threads = 3");
+	checkf(c->log_level == LOG_LEVEL_DEBUG, "log-level = debug");
+	checkf(c->buffer_pool == 16u << 20, "buffer-pool = 16M");
+	checkf(c->inline_max == 2048, "inline-max = 2K");
+	checkf(c->keepalive == 0, "keepalive = 0 (disabled)");
+	checkf(c->handshake_timeout == 5, "handshake-timeout = 5");
+	checkf(c->max_conns_total == 100 && c->max_handshakes == 10 &&
 	      c->max_conns_per_addr == 7,
 	      "max-connections-total = 100, max-handshakes = 10, max-connections-per-address = 7");
-	check(c->nexports == 2, "two exports");
+	checkf(c->nexports == 2, "two exports");
 	x = config_find_export(c, "disk0");
-	check(x != NULL && x->size == 8u << 20 && !x->read_only &&
+	checkf(x != NULL && x->size == 8u << 20 && !x->read_only &&
 	      x->durability == DURABILITY_FUA && x->nallow == 2 &&
 	      x->max_connections == 2 && strcmp(x->description, "first disk") == 0 &&
 	      x->shared &&
 	      x->fd >= 0, "export disk0 values");
-	check(stat(img, &st) == 0 && st.st_size == 8 << 20, "size = 8M created the file");
+	checkf(stat(img, &st) == 0 && st.st_size == 8 << 20, "size = 8M created the file");
 	x = config_find_export(c, "ro");
-	check(x != NULL && x->read_only && x->size == 1u << 20 &&
+	checkf(x != NULL && x->read_only && x->size == 1u << 20 &&
 	      x->durability == DURABILITY_ALWAYS && x->nallow == 0 && !x->shared,
 	      "export ro values and defaults");
 	config_free(c);
@@ -212,7 +194,7 @@ main(void)
 	/* defaults */
 	snprintf(text, sizeof(text), TARGET "[export a]\npath = %s\n", img);
 	c = load(text, 0, &e);
-	check(c != NULL && c->port == 10810 && c->queue_depth == 128 &&
+	checkf(c != NULL && c->port == 10810 && c->queue_depth == 128 &&
 	      c->max_io == 1u << 20 && c->buffer_pool == 64u << 20 &&
 	      c->inline_max == 4096 && c->threads >= 1 &&
 	      c->keepalive == CONFIG_DEFAULT_KEEPALIVE &&
@@ -226,7 +208,7 @@ main(void)
 	snprintf(buf, sizeof(buf), "%s/new.img", dir);
 	snprintf(text, sizeof(text), TARGET "[export a]\npath = %s\nsize = 1M\n", buf);
 	c = load(text, CONFIG_CHECK, &e);
-	check(c != NULL && access(buf, F_OK) != 0, "check mode accepts size= for a new file without creating it");
+	checkf(c != NULL && access(buf, F_OK) != 0, "check mode accepts size= for a new file without creating it");
 	config_free(c);
 
 	/* refusing to shrink */
@@ -299,29 +281,29 @@ main(void)
 			 "[export c]\npath = %s\nsecret-file = %s\nlisted = yes\n",
 			 img2, k2, k1, img2, k2, img2, k1);
 		c = load(text, CONFIG_CHECK, &e);
-		check(c != NULL, "allow lines with secret-file= parse%s%s", c ? "" : ": ", e.text);
+		checkf(c != NULL, "allow lines with secret-file= parse%s%s", c ? "" : ": ", e.text);
 		x = c ? config_find_export(c, "a") : NULL;
 		inet_pton(AF_INET, "10.55.0.2", &sa.sin_addr);
 		k = x ? cfg_export_secret(x, (struct sockaddr *)&sa) : NULL;
-		check(k != NULL && k->len == 33 && memcmp(k->key, "the key of host", 15) == 0,
+		checkf(k != NULL && k->len == 33 && memcmp(k->key, "the key of host", 15) == 0,
 		      "10.55.0.2 gets its own key (longest prefix), not the export's");
-		check(x != NULL && !cfg_export_listed(x, (struct sockaddr *)&sa),
+		checkf(x != NULL && !cfg_export_listed(x, (struct sockaddr *)&sa),
 		      "an export that needs a key from the peer is not listed to it");
 		inet_pton(AF_INET, "10.55.0.3", &sa.sin_addr);
 		k = x ? cfg_export_secret(x, (struct sockaddr *)&sa) : NULL;
-		check(k != NULL && k->len == 33 && memcmp(k->key, "export-wide", 11) == 0,
+		checkf(k != NULL && k->len == 33 && memcmp(k->key, "export-wide", 11) == 0,
 		      "10.55.0.3 gets the export's secret-file");
 		x = c ? config_find_export(c, "b") : NULL;
-		check(x != NULL && cfg_export_secret(x, (struct sockaddr *)&sa) == NULL &&
+		checkf(x != NULL && cfg_export_secret(x, (struct sockaddr *)&sa) == NULL &&
 		      cfg_export_listed(x, (struct sockaddr *)&sa),
 		      "export b: 10.55.0.3 needs no key and sees it listed");
 		inet_pton(AF_INET, "10.55.1.9", &sa.sin_addr);
 		x = c ? config_find_export(c, "a") : NULL;
 		k = x ? cfg_export_secret(x, (struct sockaddr *)&sa) : NULL;
-		check(k != NULL && memcmp(k->key, "the key of host", 15) == 0,
+		checkf(k != NULL && memcmp(k->key, "the key of host", 15) == 0,
 		      "every prefix of the line takes its key");
 		x = c ? config_find_export(c, "c") : NULL;
-		check(x != NULL && cfg_export_listed(x, (struct sockaddr *)&sa),
+		checkf(x != NULL && cfg_export_listed(x, (struct sockaddr *)&sa),
 		      "listed = yes lists a secret-protected export");
 		config_free(c);
 
@@ -332,22 +314,22 @@ main(void)
 			 "allow = 10.55.0.2 secret-file=%s\nallow = ::ffff:0:0/96 secret-file=%s\n",
 			 img2, k2, k1);
 		c = load(text, CONFIG_CHECK, &e);
-		check(c != NULL, "an IPv4-mapped prefix parses%s%s", c ? "" : ": ", e.text);
+		checkf(c != NULL, "an IPv4-mapped prefix parses%s%s", c ? "" : ": ", e.text);
 		x = c ? config_find_export(c, "a") : NULL;
 		{
 			struct sockaddr_in6 m = { .sin6_family = AF_INET6 };
 
 			inet_pton(AF_INET6, "::ffff:10.55.0.2", &m.sin6_addr);
 			k = x ? cfg_export_secret(x, (struct sockaddr *)&m) : NULL;
-			check(k != NULL && memcmp(k->key, "the key of host", 15) == 0,
+			checkf(k != NULL && memcmp(k->key, "the key of host", 15) == 0,
 			      "::ffff:10.55.0.2 gets 10.55.0.2's key, not the ::ffff:0:0/96 line's");
 			inet_pton(AF_INET6, "::ffff:10.55.0.9", &m.sin6_addr);
 			k = x ? cfg_export_secret(x, (struct sockaddr *)&m) : NULL;
-			check(k != NULL && memcmp(k->key, "export-wide", 11) == 0,
+			checkf(k != NULL && memcmp(k->key, "export-wide", 11) == 0,
 			      "::ffff:10.55.0.9 gets the ::ffff:0:0/96 line's key");
 			inet_pton(AF_INET, "10.55.0.9", &sa.sin_addr);
 			k = x ? cfg_export_secret(x, (struct sockaddr *)&sa) : NULL;
-			check(k != NULL && memcmp(k->key, "export-wide", 11) == 0,
+			checkf(k != NULL && memcmp(k->key, "export-wide", 11) == 0,
 			      "10.55.0.9 as IPv4 gets the same key as in its mapped form");
 		}
 		config_free(c);
@@ -405,13 +387,13 @@ main(void)
 		 "[export r2]\npath = rbd:p/j\nshared = no\n"
 		 "[export f]\npath = %s\nshared = yes\n", img2);
 	c = load(text, CONFIG_NO_OPEN, &e);
-	check(c != NULL, "rbd and file exports parse (errors: %s)", e.n ? e.text : "none");
+	checkf(c != NULL, "rbd and file exports parse (errors: %s)", e.n ? e.text : "none");
 	if (c != NULL) {
-		check(config_find_export(c, "r1") != NULL && config_find_export(c, "r1")->shared == 1,
+		checkf(config_find_export(c, "r1") != NULL && config_find_export(c, "r1")->shared == 1,
 		      "an RBD export is shared by default");
-		check(config_find_export(c, "r2") != NULL && config_find_export(c, "r2")->shared == 0,
+		checkf(config_find_export(c, "r2") != NULL && config_find_export(c, "r2")->shared == 0,
 		      "shared = no on an RBD export");
-		check(config_find_export(c, "f") != NULL && config_find_export(c, "f")->shared == 1,
+		checkf(config_find_export(c, "f") != NULL && config_find_export(c, "f")->shared == 1,
 		      "shared = yes on a file export");
 		config_free(c);
 	}
@@ -420,7 +402,7 @@ main(void)
 	snprintf(text, sizeof(text),
 		 "[target]\nlisten = nowhere\nqueue-depth = 0\n[export a]\nfoo = 1\n");
 	c = load(text, CONFIG_CHECK, &e);
-	check(c == NULL && e.n == 4, "all errors reported at once (got %u)", e.n);
+	checkf(c == NULL && e.n == 4, "all errors reported at once (got %u)", e.n);
 	config_free(c);
 
 	/* Medium 8: a writable export with neither secret-file nor allow is
@@ -443,14 +425,14 @@ main(void)
 			 "[export keyed]\npath = %s\nsecret-file = %s\n"
 			 "[export open]\npath = %s\n", img2, img, img, key, img);
 		c = load(text, CONFIG_CHECK, &e);
-		check(c != NULL, "a config with an open writable export is valid (errors: %s)",
+		checkf(c != NULL, "a config with an open writable export is valid (errors: %s)",
 		      e.n ? e.text : "none");
 		if (c != NULL) {
 			memset(&e, 0, sizeof(e));
 			n = config_warn(c, collect, &e);
 			snprintf(where, sizeof(where), "%s:12: warning: export open is writable by "
 				 "any initiator: it has no secret-file and no allow list", conf);
-			check(n == 1 && e.n == 1 && strstr(e.text, where) != NULL &&
+			checkf(n == 1 && e.n == 1 && strstr(e.text, where) != NULL &&
 			      strstr(e.text, "InfiniBand") != NULL,
 			      "one warning, for export open, at FILE:LINE (got: %s)",
 			      e.n ? e.text : "none");
@@ -466,7 +448,7 @@ main(void)
 
 		memset(&e2, 0, sizeof(e2));
 		c = config_load("/nonexistent/rdmablk.conf", CONFIG_CHECK, collect, &e2, &n);
-		check(c == NULL && n == 1 && strstr(e2.text, "/nonexistent/rdmablk.conf") != NULL,
+		checkf(c == NULL && n == 1 && strstr(e2.text, "/nonexistent/rdmablk.conf") != NULL,
 		      "missing config file is an error naming it");
 	}
 

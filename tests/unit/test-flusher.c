@@ -14,19 +14,10 @@
 #include "../../target/ioq.h"
 #include "../../target/log.h"
 #include "../../target/workq.h"
+#include "check.h"
 
 #define NWRITES 32
 #define BLOCK   4096
-
-static int failures;
-
-static void
-check(int cond, const char *what)
-{
-	printf("%s: %s\n", cond ? "ok" : "FAIL", what);
-	if (!cond)
-		failures++;
-}
 
 struct w {
 	struct job job;

@@ -7,18 +7,7 @@
 
 #include "../../initiator/internal.h"
 #include "../tools/pattern.h"
-
-static int failures, checks;
-
-static void
-check(int cond, const char *what)
-{
-	checks++;
-	if (!cond) {
-		failures++;
-		printf("FAIL: %s\n", what);
-	}
-}
+#include "check.h"
 
 int
 main(void)
