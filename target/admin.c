@@ -1,9 +1,8 @@
-/* The admin socket (target/admin.h): server side in the event loop, and the
- * client behind rdmablk-target --stats. */
+/* The admin socket (target/admin.h), served by the event loop.  The client
+ * behind rdmablk-target --stats is admin-query.c. */
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
-#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,8 +16,6 @@
 #include "log.h"
 #include "stats.h"
 #include "target.h"
-
-#define ADMIN_QUERY_TIMEOUT_MS 10000
 
 struct admin_client {
 	struct ep_handler eh;       /* EP_ADMIN_CLIENT */
@@ -40,8 +37,8 @@ struct admin {
 	struct admin_client clients[ADMIN_MAX_CLIENTS];
 };
 
-static int
-sun_fill(struct sockaddr_un *sun, const char *path)
+int
+admin_sun_fill(struct sockaddr_un *sun, const char *path)
 {
 	memset(sun, 0, sizeof(*sun));
 	sun->sun_family = AF_UNIX;
@@ -52,8 +49,6 @@ sun_fill(struct sockaddr_un *sun, const char *path)
 	memcpy(sun->sun_path, path, strlen(path));
 	return 0;
 }
-
-/* ---- server ---- */
 
 /* Is a daemon answering on path?  A refused or absent socket is stale. */
 static int
@@ -93,7 +88,7 @@ admin_bind(struct admin *a, char *why, size_t whylen)
 	mode_t old;
 	int rc;
 
-	if (sun_fill(&sun, a->path) < 0) {
+	if (admin_sun_fill(&sun, a->path) < 0) {
 		snprintf(why, whylen, "path too long");
 		return -1;
 	}
@@ -406,87 +401,4 @@ admin_expire(struct target *t)
 			client_drop(t, cl);
 		}
 	}
-}
-
-/* ---- client: rdmablk-target --stats ---- */
-
-static int
-query_fail(const char *path, const char *what)
-{
-	fprintf(stderr, "rdmablk-target: cannot reach the admin socket %s: is the daemon "
-		"running? (%s: %s)\n", path, what, strerror(errno));
-	return 1;
-}
-
-int
-admin_query(const char *path, int human)
-{
-	const char *req = human ? "stats human\n" : "stats\n";
-	struct sockaddr_un sun;
-	struct pollfd pfd;
-	char *buf = NULL, *nb;
-	size_t len = 0, cap = 0;
-	ssize_t n;
-	int fd, rc = 1;
-
-	if (sun_fill(&sun, path) < 0)
-		return query_fail(path, "socket path");
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return query_fail(path, "socket");
-	if (connect(fd, (struct sockaddr *)&sun, sizeof(sun)) < 0) {
-		rc = query_fail(path, "connect");
-		goto out_close;
-	}
-	if (write(fd, req, strlen(req)) != (ssize_t)strlen(req)) {
-		rc = query_fail(path, "write");
-		goto out_close;
-	}
-	pfd.fd = fd;
-	pfd.events = POLLIN;
-	for (;;) {
-		n = poll(&pfd, 1, ADMIN_QUERY_TIMEOUT_MS);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			if (n == 0)
-				errno = ETIMEDOUT;
-			rc = query_fail(path, "read");
-			goto out_free;
-		}
-		if (len == cap) {
-			cap = cap ? cap * 2 : 65536;
-			nb = realloc(buf, cap);
-			if (nb == NULL) {
-				fprintf(stderr, "rdmablk-target: out of memory\n");
-				goto out_free;
-			}
-			buf = nb;
-		}
-		n = read(fd, buf + len, cap - len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			rc = query_fail(path, "read");
-			goto out_free;
-		}
-		if (n == 0)
-			break;
-		len += (size_t)n;
-	}
-	if (len == 0) {
-		fprintf(stderr, "rdmablk-target: %s: the daemon closed the admin connection "
-			"without a reply\n", path);
-		goto out_free;
-	}
-	if (len >= 9 && memcmp(buf, "{\"error\":", 9) == 0) {
-		fprintf(stderr, "rdmablk-target: %s: %.*s", path, (int)len, buf);
-		goto out_free;
-	}
-	rc = fwrite(buf, 1, len, stdout) == len && fflush(stdout) == 0 ? 0 : 1;
-out_free:
-	free(buf);
-out_close:
-	close(fd);
-	return rc;
 }

@@ -21,6 +21,7 @@
 
 struct target;
 struct ep_handler;
+struct sockaddr_un;
 
 /* Start serving t->cfg->admin_socket.  Returns -1 when a socket named in
  * the config cannot be served; the default one only gets a warning. */
@@ -30,8 +31,10 @@ void admin_handle(struct target *t, struct ep_handler *eh, uint32_t events);
 /* After each event-loop round: drop clients past their deadline. */
 void admin_expire(struct target *t);
 
-/* rdmablk-target --stats: ask the daemon at path, print its reply.
- * Returns the exit status. */
+/* rdmablk-target --stats (admin-query.c): ask the daemon at path, print its
+ * reply.  Returns the exit status. */
 int  admin_query(const char *path, int human);
+/* sun for path; -1 (ENAMETOOLONG) when it does not fit. */
+int  admin_sun_fill(struct sockaddr_un *sun, const char *path);
 
 #endif
