@@ -51,7 +51,10 @@ flusher_sync_done(struct job *sync)
 	int r = sync->result;
 	uint64_t n = 0;
 
-	if (r < 0)
+	/* ESHUTDOWN: an RBD session fenced off the image (request-exec.c,
+	 * write_error_fails_export): the batch fails over, the export
+	 * reopens, and nothing acknowledged was lost. */
+	if (r < 0 && r != -ESHUTDOWN)
 		flusher_fail(f, r, "fdatasync");
 	/* Once failed, always failed: a sync that returned 0 after an earlier
 	 * error may cover pages the kernel dropped. */
