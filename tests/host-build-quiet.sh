@@ -10,7 +10,7 @@ work=$(mktemp -d /tmp/rdmablk-build-quiet.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 fails=0
 # Not the variables of a make that runs this test (make check V=1 would pass V=1 on).
-unset MAKEFLAGS MFLAGS MAKELEVEL MAKEOVERRIDES
+unset MAKEFLAGS MFLAGS MAKELEVEL MAKEOVERRIDES V SANITIZE CFLAGS
 fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 
 # Quiet: every line of a clean build is a short one, and there is one per object.
