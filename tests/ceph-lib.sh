@@ -158,6 +158,18 @@ rbd_lock_stat() {
     export_stat "$1" "$2" lock "$3"
 }
 
+# holder_addr: the holder of rbd/img0's exclusive lock, its client instance as `rbd lock ls`
+# names it (empty when none).
+holder_addr() {
+    rbd_cmd lock ls rbd/img0 2>/dev/null | awk 'NR > 2 && $1 ~ /^client\./ { print $NF; exit }'
+}
+
+# on_blocklist ADDR: true when ADDR is on the OSDs' blocklist (for wait_for: the ceph CLI is
+# slow on a loaded TCG host, so ask until it answers); the list is in $LOGS/blocklist.log.
+on_blocklist() {
+    ceph_cmd osd blocklist ls >"$LOGS/blocklist.log" 2>&1 && grep -qF "$1" "$LOGS/blocklist.log"
+}
+
 # rbd_lock_is CONF EXPORT STATE: true when EXPORT's lock state is STATE (for wait_for).
 rbd_lock_is() {
     local now

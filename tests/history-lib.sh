@@ -34,11 +34,6 @@ active() {
     if rbd_lock_is "$T/b.conf" disk0 owner >/dev/null 2>&1; then echo b; else echo a; fi
 }
 
-# holder_addr: the lock holder's client instance, as `rbd lock ls` names it.
-holder_addr() {
-    rbd_cmd lock ls rbd/img0 2>/dev/null | awk 'NR > 2 && $1 ~ /^client\./ { print $NF; exit }'
-}
-
 # fault KIND NAME: the fault KIND on target NAME (see the header).
 fault() {
     local kind=$1 t=$2 addr

@@ -35,7 +35,7 @@ pair=$!
 track_pid "$pair"
 wait_for 60 grep -qx ready "$LOGS/pair.log" || fail "rdmablk-pair did not connect"
 wait_for 60 rbd_lock_is "$T/a.conf" disk0 owner || fail "a does not hold the image's lock"
-holder=$(rbd_cmd lock ls rbd/img0 2>/dev/null | awk 'NR > 2 && $1 ~ /^client\./ { print $NF; exit }')
+holder=$(holder_addr)
 [ -n "$holder" ] || fail "rbd lock ls names no holder"
 ok "a holds the lock as $holder and serves the client"
 

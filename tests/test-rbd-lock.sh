@@ -82,7 +82,7 @@ wait_for 30 grep -q 'not started within its ttl.*resending it' "$LOGS/b-write.lo
 ok "the waiting write's ttl passed: B answered ETIMEDOUT, the initiator resent it, nothing landed"
 # A answers (it is alive): B, whose write waited past its ttl, never broke A's lock.
 [ "$(rbd_lock_stat "$T/b.conf" rbd0 breaks)" = 0 ] || fail "B broke the lock of A, which is alive"
-holder=$(rbd_cmd lock ls rbd/img0 2>/dev/null | awk 'NR > 2 && $1 ~ /^client\./ { print $NF; exit }')
+holder=$(holder_addr)
 [ -n "$holder" ] || fail "rbd lock ls names no holder while A writes"
 
 t0=$SECONDS
@@ -99,9 +99,6 @@ grep -q 'holds the image.s exclusive lock, taken over from' "$LOGS/b.log" ||
 [ "$(rbd_lock_stat "$T/b.conf" rbd0 acquired)" = 2 ] || fail "B's --stats: lock not acquired twice"
 ok "A killed -9: B took the lock over (--stats: takeovers 1) and its write landed ${took}s later"
 # The takeover fenced the dead holder: A's instance is on the OSDs' blocklist, so nothing it
-# had in flight can land (the ceph CLI is slow on a loaded TCG host: asked until it answers).
-blocklisted() {
-    ceph_cmd osd blocklist ls >"$LOGS/blocklist.log" 2>&1 && grep -qF "$holder" "$LOGS/blocklist.log"
-}
-wait_for 180 blocklisted || fail "A ($holder) is not on the OSDs' blocklist after the takeover"
+# had in flight can land.
+wait_for 180 on_blocklist "$holder" || fail "A ($holder) is not on the OSDs' blocklist after the takeover"
 ok "A's instance $holder is on the OSDs' blocklist"

@@ -32,12 +32,7 @@ took=$((SECONDS - t0))
 holder=$(sed -n "s/.*the lock's holder \([^ ]*\) keeps its watch but answers nothing.*/\1/p" \
     "$LOGS/b.log" | head -n 1)
 [ -n "$holder" ] || fail "b does not say whose lock it broke"
-# blocklisted: a's instance is on the OSDs' blocklist (the ceph CLI is slow on a loaded TCG
-# host: asked again until it answers).
-blocklisted() {
-    ceph_cmd osd blocklist ls >"$LOGS/blocklist.log" 2>&1 && grep -qF "$holder" "$LOGS/blocklist.log"
-}
-wait_for 180 blocklisted || fail "a ($holder) is not on the OSDs' blocklist: $(cat "$LOGS/blocklist.log")"
+wait_for 180 on_blocklist "$holder" || fail "a ($holder) is not on the OSDs' blocklist: $(cat "$LOGS/blocklist.log")"
 ok "b broke the silent a's lock and wrote within ${took} s, a ($holder) blocklisted first"
 
 while [ $((SECONDS - t0)) -lt 60 ]; do sleep 1; done
