@@ -91,6 +91,20 @@ imglock_break_silent(struct imglock *l)
 	return 1;
 }
 
+/* With the mutex: this client instance is fenced off the image for good
+ * (IMGLOCK_LOST); only the export's reopen, a new instance, writes it
+ * again.  Counted lost when it held the lock. */
+static void
+imglock_lose(struct imglock *l)
+{
+	l->fenced = 1;
+	if (l->owner && !l->lost) {
+		l->lost = 1;
+		l->nlost++;
+	}
+	pthread_cond_signal(&l->ht.cond);
+}
+
 /* A try while another client held the lock at the start of this wait
  * (or refused it to us since) is a takeover when it succeeds: the holder
  * released it, or librbd broke a dead holder's lock. */
@@ -114,7 +128,9 @@ imglock_try(struct imglock *l)
 	if (r == -ESHUTDOWN) {
 		/* EBLOCKLISTED: another target broke our lock and fenced us,
 		 * or an operator did; no retry can succeed. */
-		l->fenced = 1;
+		if (l->fenced)
+			return;         /* imglock_fenced said so meanwhile */
+		imglock_lose(l);
 		log_warnx("export %s: rbd_lock_acquire: this client instance is blocklisted: "
 			  "its writes fail over, and the export reopens the image", l->name);
 		return;
@@ -139,22 +155,32 @@ imglock_try(struct imglock *l)
 	}
 }
 
-/* While we hold it: is it still ours?  (A local question to librbd.) */
+/* While we hold it: is it still ours?  librbd asks the image's header
+ * object, so a holder that has been blocklisted learns it here within a
+ * second, even with no I/O of its own: the OSD refuses the question
+ * (ESHUTDOWN). */
 static void
 imglock_check(struct imglock *l)
 {
 	int r, is_owner = 1;
 
-	if (l->lost)
+	if (l->fenced)
 		return;
 	pthread_mutex_unlock(&l->ht.mu);
 	r = rbd_is_exclusive_lock_owner(l->image, &is_owner);
 	pthread_mutex_lock(&l->ht.mu);
-	if (r < 0 || is_owner || !l->owner)
+	if (l->fenced || !l->owner)
+		return;                 /* imglock_fenced, or given back, meanwhile */
+	if (r == -ESHUTDOWN) {
+		imglock_lose(l);
+		log_warnx("export %s: the OSDs refuse this client instance (blocklisted): it "
+			  "lost the image's exclusive lock: its writes fail over, and the export "
+			  "reopens the image", l->name);
 		return;
-	l->lost = 1;
-	l->fenced = 1;
-	l->nlost++;
+	}
+	if (r < 0 || is_owner)
+		return;
+	imglock_lose(l);
 	log_warnx("export %s: lost the image's exclusive lock without releasing it (another "
 		  "client broke it, or the cluster blocklisted this one): its writes fail",
 		  l->name);
@@ -276,15 +302,10 @@ imglock_fenced(struct imglock *l)
 {
 	pthread_mutex_lock(&l->ht.mu);
 	if (!l->fenced) {
-		l->fenced = 1;
-		if (l->owner && !l->lost) {
-			l->lost = 1;
-			l->nlost++;
-		}
+		imglock_lose(l);
 		log_warnx("export %s: the OSDs refuse this client instance (blocklisted)%s: "
 			  "its writes fail over, and the export reopens the image", l->name,
 			  l->lost ? ": it lost the image's exclusive lock" : "");
-		pthread_cond_signal(&l->ht.cond);
 	}
 	pthread_mutex_unlock(&l->ht.mu);
 }
