@@ -356,9 +356,10 @@ rbd_backing_reap(struct rbd_backing *b)
 			j->result = ret < 0 ? (int)ret : 0;
 			if (ret >= 0)
 				j->done_bytes = j->len;
-			else if (ret == -ESHUTDOWN && b->s->lock != NULL)
+			else if (ret == -ESHUTDOWN && b->s->lock != NULL && b->ro == NULL)
 				/* Blocklisted before the lock thread noticed
-				 * (or with the lock idle): fenced, reopen. */
+				 * (or with the lock idle): fenced, reopen.
+				 * Not during a reopen: that fence is our own. */
 				imglock_fenced(b->s->lock);
 			rbd_complete(b, j);
 		}
