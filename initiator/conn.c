@@ -221,6 +221,7 @@ rb_conn_create(const struct rb_conn_cfg *cfg, int list_only, uint64_t deadline_n
 {
 	struct rb_conn *conn;
 	pthread_condattr_t ca;
+	const char *env;
 	socklen_t len;
 	int r;
 
@@ -233,7 +234,11 @@ rb_conn_create(const struct rb_conn_cfg *cfg, int list_only, uint64_t deadline_n
 	conn->refs = 1;
 	/* Test hook (docs/testing.md): send no ttl, as initiators that
 	 * predate it do, to exercise the target's rule for them. */
-	conn->test_no_ttl = getenv("RDMABLK_TEST_NO_TTL") != NULL;
+	env = getenv("RDMABLK_TEST_NO_TTL");
+	if (env != NULL && strcmp(env, "1") == 0) {
+		conn->test_no_ttl = 1;
+		rb_log(RB_LOG_WARN, "test hook: requests carry no ttl (RDMABLK_TEST_NO_TTL)");
+	}
 	SLIST_INIT(&conn->free_slots);
 	conn->stop_fd = -1;
 	conn->leader = -1;

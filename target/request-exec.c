@@ -27,7 +27,9 @@ req_start_stale(void)
 	static int on = -1;
 
 	if (on < 0) {
-		on = getenv("RDMABLK_TEST_START_STALE") != NULL;
+		const char *env = getenv("RDMABLK_TEST_START_STALE");
+
+		on = env != NULL && strcmp(env, "1") == 0;
 		if (on)
 			log_warnx("test hook: requests start however late, even for a "
 				  "failed connection (RDMABLK_TEST_START_STALE)");
