@@ -170,6 +170,16 @@ on_blocklist() {
     ceph_cmd osd blocklist ls >"$LOGS/blocklist.log" 2>&1 && grep -qF "$1" "$LOGS/blocklist.log"
 }
 
+# export_reopened CONF EXPORT: true once EXPORT of the target running with CONF reopened its
+# image at least once and is ok again (for wait_for).
+export_reopened() {
+    local n state
+    n=$(export_stat "$1" "$2" reopens) || return 1
+    state=$(export_stat "$1" "$2" state) || return 1
+    echo "export $2: reopens $n, state $state"
+    [ "$n" -ge 1 ] && [ "$state" = ok ]
+}
+
 # rbd_lock_is CONF EXPORT STATE: true when EXPORT's lock state is STATE (for wait_for).
 rbd_lock_is() {
     local now

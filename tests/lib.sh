@@ -451,6 +451,17 @@ hold_session() {
     wait_for 60 grep -qx ready "$LOGS/$2-session.log" || fail "session $2 on $1 did not connect"
 }
 
+# session_do NAME CMD...: one command of the rdmablk-session NAME (its stdin is fd 7, its log
+# $LOGS/NAME-session.log, as hold_session sets up); true when it answered ok.
+session_do() {
+    local n
+    n=$(grep -c . "$LOGS/$1-session.log")
+    echo "${@:2}" >&7
+    wait_for 60 _answered "$LOGS/$1-session.log" "$n" || fail "session $1: no answer to '${*:2}'"
+    tail -n 1 "$LOGS/$1-session.log" | grep -qx ok
+}
+_answered() { [ "$(grep -c . "$1")" -gt "$2" ]; }
+
 # io_every_op IMG: through rdmablk_io, an inline, an RDMA and a FUA write, FLUSH, each read
 # back and verified, a TRIM and a stress run; then IMG (the export's backing file) must hold
 # the RDMA write's data.

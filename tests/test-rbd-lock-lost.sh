@@ -21,14 +21,6 @@ PAIR=$BUILD/tests/rdmablk-pair
 requires_file "$PAIR" "$BUILD/rdmablk-target"
 start_two_rbd_targets
 
-# reopened: true once a's export reopened its image at least once (for wait_for).
-reopened() {
-    local n
-    n=$(export_stat "$T/a.conf" disk0 reopens) || return 1
-    echo "a's export reopened $n times"
-    [ "$n" -ge 1 ]
-}
-
 # 120 s of writes: the fault, the failover and a's reopen happen within them.
 "$PAIR" 120 hostname="$RDMABLK_ADDR,$ADDR2" export=disk0 >"$LOGS/pair.log" 2>&1 &
 pair=$!
@@ -49,9 +41,8 @@ grep -q 'fenced off the image (ESHUTDOWN): resending it' "$LOGS/pair.log" ||
 ok "blocklisted: a counts the lock lost and no longer claims it; the client was answered" \
     "ESHUTDOWN and failed over to b, which holds the lock"
 
-wait_for 90 reopened ||
-    fail "a did not reopen its image as a new instance"
-[ "$(export_stat "$T/a.conf" disk0 state)" = ok ] || fail "a's export is not ok after the reopen"
+wait_for 90 export_reopened "$T/a.conf" disk0 ||
+    fail "a did not reopen its image as a new instance, or its export is not ok"
 grep -q 'export failed' "$LOGS/a.log" && fail "a's export entered the failed state"
 "$BUILD/rdmablk-target" --stats --human -c "$T/a.conf" >"$LOGS/human.log" 2>&1 || fail "--human failed"
 grep -q "^export disk0: exclusive lock .*, lost 1, " "$LOGS/human.log" ||

@@ -43,13 +43,6 @@ if cmp <(dd if="$T/img" bs=64K skip=32 count=1 2>/dev/null) <("$IO" pattern 2097
     >/dev/null 2>&1; then
     fail "the failed write is in the image"
 fi
-# reopened: B's export reopened its image and is ok again (for wait_for).
-reopened() {
-    local n state
-    n=$(export_stat "$T/b.conf" rbd0 reopens) || return 1
-    state=$(export_stat "$T/b.conf" rbd0 state) || return 1
-    echo "B's export: reopens $n, state $state"
-    [ "$n" = 1 ] && [ "$state" = ok ]
-}
-wait_for 120 reopened || fail "B's export did not reopen after the failed write"
+wait_for 120 export_reopened "$T/b.conf" rbd0 || fail "B's export did not reopen after the failed write"
+[ "$(export_stat "$T/b.conf" rbd0 reopens)" = 1 ] || fail "B's export reopened more than once"
 ok "the write is not in the image; B's export failed and reopened its image by itself"

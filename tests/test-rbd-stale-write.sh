@@ -51,17 +51,6 @@ image_holds() {
     cmp "$T/x-$2" "$T/g$1.bin" >>"$LOGS/export-$2.log" 2>&1
 }
 
-# session_do NAME CMD...: one command of the rdmablk-session NAME (its stdin is fd 7); true when
-# it answered ok.
-session_do() {
-    local n
-    n=$(grep -c . "$LOGS/$1-session.log")
-    echo "${@:2}" >&7
-    wait_for 60 _answered "$LOGS/$1-session.log" "$n" || fail "session $1: no answer to '${*:2}'"
-    tail -n 1 "$LOGS/$1-session.log" | grep -qx ok
-}
-_answered() { [ "$(grep -c . "$1")" -gt "$2" ]; }
-
 # round NAME [B-WRAP]: the sequence above, target B started under B-WRAP (TARGET_WRAP, e.g.
 # "env VAR=1"); leaves both targets stopped.
 round() {
