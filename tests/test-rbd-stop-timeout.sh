@@ -6,10 +6,11 @@
 # the stop, right at the deadline, and passed). A client with every default (timeout 30 s,
 # keepalive 2 s; rdmablk-pair, one client) writes a block and reads it back every 200 ms
 # through a, so a write is in flight when a is stopped (SIGSTOP). b must break the lock of a,
-# which keeps its watch but answers nothing, and serve that write within its 30 s: the client
-# sees no error. A target that waits for the holder's watch to lapse before librbd breaks the
-# lock answers after the write's deadline, and the client reports the error (the build before
-# the break: "request timed out" at b, and "error 1: Input/output error").
+# which keeps its watch but answers nothing (its `breaks` count is 1), and serve that write
+# within its 30 s: the client sees no error. A target that waits for the holder's watch to
+# lapse before librbd breaks the lock answers after the write's deadline, and the client
+# reports the error (the build before the break: "request timed out" at b, and
+# "error 1: Input/output error").
 # shellcheck source=tests/ceph-lib.sh
 . "$(dirname "$0")/ceph-lib.sh"
 # shellcheck source=tests/failover-lib.sh
@@ -32,6 +33,8 @@ wait_for 90 grep -qx "1: failed over" "$LOGS/pair.log" ||
     fail "the client did not fail over to b: $(grep -E '^error|timed out|within the timeout' "$LOGS/pair.log" | head -n 3)"
 took=$((SECONDS - t0))
 rbd_lock_is "$T/b.conf" disk0 owner || fail "the client failed over, but b does not hold the lock"
+breaks=$(rbd_lock_stat "$T/b.conf" disk0 breaks)
+[ "$breaks" = 1 ] || fail "b took the lock, but counts $breaks silent holders' locks broken, not 1"
 kill -CONT "$PID_A"
 wait_exit 120 "$pair" || fail "the client reported an error: $(grep '^error' "$LOGS/pair.log")"
 ok "a stopped: b took its lock and the client's write went through b within its default" \
