@@ -37,5 +37,6 @@ grep -q 'export failed' "$LOGS/a.log" && fail "the export entered the failed sta
 session_do idle write 4096 4096 2 || fail "a write after the reopen failed"
 session_do idle read 4096 4096 2 || fail "the write after the reopen does not read back"
 session_do idle read 0 4096 1 || fail "the write before the blocklist does not read back"
-ok "the export reopened its image without failing; the new instance serves writes and reads"
 exec 7>&-
+wait_exit 30 "$SESSION_PID" || fail "the session did not close cleanly"
+ok "the export reopened its image without failing; the new instance serves writes and reads"
