@@ -94,7 +94,7 @@ LIB        := $(BUILD)/librdmablk.a
 PLUGIN     := $(BUILD)/nbdkit-rdma-plugin.so
 UBLK_BIN   := $(BUILD)/rdmablk-ublk
 
-.PHONY: all check check-unit check-integration check-long demo bench install clean
+.PHONY: all check check-unit check-integration check-long demo bench trace install clean
 
 all: $(TARGET_BIN) $(RBD_MOD) $(LIB) $(PLUGIN) $(UBLK_BIN) $(TOOL_BINS) $(UNIT_BINS)
 
@@ -179,6 +179,9 @@ demo:
 
 bench: all
 	scripts/bench $(if $(QUICK),--quick)
+
+trace: all
+	scripts/trace
 
 SYSTEMDDIR ?= $(shell pkg-config systemd --variable=systemdsystemunitdir 2>/dev/null || echo /lib/systemd/system)
 SYSUSERSDIR ?= $(shell pkg-config systemd --variable=sysusersdir 2>/dev/null || echo /usr/lib/sysusers.d)
