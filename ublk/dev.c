@@ -100,8 +100,28 @@ open_cdev(struct ub_dev *d)
 	return -errno;
 }
 
+/* The CPUs the block layer maps to queue q (GET_QUEUE_AFFINITY): its
+ * thread runs there, as ublksrv's do, so that a request submitted on
+ * one of them wakes a thread on the same CPU.  Without the answer the
+ * thread may run anywhere (logged). */
+static void
+get_affinity(struct ub_dev *d, struct ub_ctrl *c, struct ub_queue *q)
+{
+	int r;
+
+	CPU_ZERO(&q->cpus);
+	r = ub_ctrl_cmd(c, UB_CMD_R(UBLK_CMD_GET_QUEUE_AFFINITY), d->info.dev_id, &q->cpus,
+			sizeof(q->cpus), q->id);
+	if (r < 0 || CPU_COUNT(&q->cpus) == 0) {
+		ub_log("queue %u: GET_QUEUE_AFFINITY: %s: its thread is not pinned", q->id,
+		       r < 0 ? strerror(-r) : "no CPU");
+		return;
+	}
+	q->have_cpus = 1;
+}
+
 static int
-start_queues(struct ub_dev *d)
+start_queues(struct ub_dev *d, struct ub_ctrl *c)
 {
 	unsigned i;
 	int r = 0;
@@ -116,6 +136,7 @@ start_queues(struct ub_dev *d)
 
 		q->dev = d;
 		q->id = i;
+		get_affinity(d, c, q);
 		if (ub_queue_create(q) < 0)
 			return -EIO;
 	}
@@ -210,7 +231,7 @@ ub_dev_add(struct ub_dev *d, int *dev_id)
 	r = open_cdev(d);
 	if (r < 0)
 		goto out_del;
-	r = start_queues(d);
+	r = start_queues(d, &c);
 	if (r < 0)
 		goto out_stop;
 	/* Returns once every queue has all its fetches in. */

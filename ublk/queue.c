@@ -277,6 +277,10 @@ ub_queue_run(void *arg)
 	unsigned tag, head, seen;
 	int r, reap;
 
+	if (q->have_cpus && (r = pthread_setaffinity_np(pthread_self(), sizeof(q->cpus),
+							&q->cpus)) != 0)
+		ub_log("queue %u: pthread_setaffinity_np: %s: its thread is not pinned", q->id,
+		       strerror(r));
 	if (ring_init(q) < 0) {
 		ub_queue_ready(q, 0);
 		goto out;

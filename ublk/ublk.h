@@ -11,6 +11,7 @@
 #include <liburing.h>
 #include <linux/ublk_cmd.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdint.h>
 #include <sys/ioctl.h>
 
@@ -65,6 +66,8 @@ struct ub_queue {
 	unsigned           id;
 	pthread_t          tid;
 	int                started;
+	cpu_set_t          cpus;        /* the CPUs whose requests it serves */
+	int                have_cpus;   /* GET_QUEUE_AFFINITY answered */
 	struct rb_client  *client;
 	struct io_uring    ring;
 	int                ring_ok;
