@@ -83,6 +83,7 @@ ub_queue_create(struct ub_queue *q)
 	size_t per_q = (size_t)UBLK_MAX_QUEUE_DEPTH * sizeof(struct ublksrv_io_desc);
 	long page = sysconf(_SC_PAGESIZE);
 	off_t off;
+	int r;
 
 	per_q = (per_q + (size_t)page - 1) / (size_t)page * (size_t)page;
 	off = (off_t)(UBLKSRV_CMD_BUF_OFFSET + q->id * per_q);
@@ -122,25 +123,7 @@ ub_queue_create(struct ub_queue *q)
 	 * non-inline WRITEs from and to them directly). */
 	if (rb_aio_set_region(q->client, q->bufs, q->bufs_len) < 0)
 		return -1;
-	return 0;
-}
-
-/* The ring belongs to the queue thread, which creates it: with
- * SINGLE_ISSUER and DEFER_TASKRUN the kernel's task work for it (a request
- * for a FETCH, a fired POLL_ADD) waits until this thread asks for
- * completions, instead of interrupting it (COOP_TASKRUN) wherever it is.
- * A kernel without them (before 6.1) gets the plain ring. */
-static int
-ring_init(struct ub_queue *q)
-{
-	unsigned entries = q->dev->depth + 2;
-	int r;
-
-	r = io_uring_queue_init(entries, &q->ring, IORING_SETUP_SQE128 |
-				IORING_SETUP_COOP_TASKRUN | IORING_SETUP_SINGLE_ISSUER |
-				IORING_SETUP_DEFER_TASKRUN);
-	if (r == -EINVAL)
-		r = io_uring_queue_init(entries, &q->ring, IORING_SETUP_SQE128);
+	r = io_uring_queue_init(d->depth + 2, &q->ring, IORING_SETUP_SQE128);
 	if (r < 0) {
 		ub_log("queue %u: io_uring_queue_init: %s", q->id, strerror(-r));
 		return -1;
@@ -281,10 +264,6 @@ ub_queue_run(void *arg)
 							&q->cpus)) != 0)
 		ub_log("queue %u: pthread_setaffinity_np: %s: its thread is not pinned", q->id,
 		       strerror(r));
-	if (ring_init(q) < 0) {
-		ub_queue_ready(q, 0);
-		goto out;
-	}
 	for (tag = 0; tag < q->dev->depth; tag++)
 		prep_io_cmd(q, UB_IO(UBLK_IO_FETCH_REQ), tag, 0);
 	arm_poll(q);
