@@ -430,6 +430,13 @@ target_conf() {
     mv "$conf.new" "$conf"
 }
 
+# durability_exports SIZE: two export sections for target_conf's stdin, fua and always, on
+# $T/fua.img and $T/always.img of SIZE: the two policies under which a write's FUA differs.
+durability_exports() {
+    printf '[export fua]\npath = %s\nsize = %s\ndurability = fua\n\n' "$T/fua.img" "$1"
+    printf '[export always]\npath = %s\nsize = %s\ndurability = always\n' "$T/always.img" "$1"
+}
+
 # rdmablk_io ARGS...: the test client, $BUILD/tests/rdmablk-io, against $RDMABLK_ADDR with a
 # 30 s request timeout and the whole run bounded by IO_TIMEOUT (default 120 s). IO_OPTS (words)
 # and then ARGS follow those defaults, so they override them (-H, -t) or add to them (-e, -S).

@@ -13,16 +13,7 @@ require_rdma
 requires_file "$PLUGIN" "$BUILD/rdmablk-target"
 
 sock=$T/admin.sock
-target_conf "$T/target.conf" port=10813 admin-socket="$sock" <<EOF
-[export fua]
-path = $T/fua.img
-size = 16M
-durability = fua
-[export always]
-path = $T/always.img
-size = 16M
-durability = always
-EOF
+durability_exports 16M | target_conf "$T/target.conf" port=10813 admin-socket="$sock"
 start_target "$T/target.conf"
 
 stats() { "$BUILD/rdmablk-target" --stats -c "$T/target.conf" >"$T/s.json"; }
