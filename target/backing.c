@@ -12,6 +12,8 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "pagecache.h"
+#include "util.h"
 #include "workq.h"
 
 static const char zeros[64 * 1024];
@@ -131,15 +133,28 @@ int
 job_try_now(struct job *j)
 {
 	struct iovec iov = { .iov_base = j->buf, .iov_len = j->len };
+	uint64_t t0, t1;
 	ssize_t n;
 
-	if (j->op != JOB_READ)
+	switch (j->op) {
+	case JOB_READ:
+		n = preadv2(j->fd, &iov, 1, (off_t)j->off, RWF_NOWAIT);
+		if (n < 0 && errno == EOPNOTSUPP)
+			return -1;
+		break;
+	case JOB_WRITE:
+		t0 = rb_now_ns();
+		if (!pagecache_calm(t0))
+			return 0;
+		n = pwrite(j->fd, j->src, j->len, (off_t)j->off);
+		t1 = rb_now_ns();
+		pagecache_took(t1, t1 - t0);
+		break;
+	default:
 		return 0;
-	n = preadv2(j->fd, &iov, 1, (off_t)j->off, RWF_NOWAIT);
-	if (n < 0 && errno == EOPNOTSUPP)
-		return -1;
+	}
 	if (n != (ssize_t)j->len)
-		return 0;    /* not all cached, past EOF, or an error: the worker decides */
+		return 0;    /* not all of it now, past EOF, or an error: the ioq decides */
 	j->result = 0;
 	return 1;
 }

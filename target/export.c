@@ -51,6 +51,7 @@ export_watch_rbd(struct target *t, struct export *e, struct cfg_export *ce)
 
 	flusher_set_rbd(e->flusher, ce->rbd);
 	e->no_nowait = 1;           /* no page cache in front of librbd */
+	e->no_nowait_write = 1;
 	e->epfd = t->epfd;
 	if (ep_watch(t->epfd, rbd_backing_fd(ce->rbd), EPOLLIN, &e->rbd_eh, EP_RBD, ce->rbd) < 0) {
 		log_warn("export %s: epoll_ctl (librbd's eventfd)", ce->name);

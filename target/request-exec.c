@@ -100,24 +100,26 @@ write_error_fails_export(int err)
 	}
 }
 
-/* 1 when r's READ was wholly in the page cache and is done, on this thread,
- * with one preadv2(RWF_NOWAIT): no io_uring round trip, no completion
- * event, an exact count of cache hits.  A miss goes to the ioq.  An
- * export whose file refuses RWF_NOWAIT stops trying (said once). */
+/* 1 when r's job was done now, on this thread (job_try_now): a READ
+ * wholly in the page cache, or an inline WRITE into a calm page cache,
+ * with no io_uring round trip, no io-wq worker and no completion event.
+ * A miss goes to the ioq.  An export whose file refuses RWF_NOWAIT reads
+ * stops trying them (said once); an RBD export has no page cache. */
 static int
-req_read_cached(struct req *r)
+req_try_now(struct req *r)
 {
 	struct export *e = r->c->exp;
+	int *refused = r->job.op == JOB_READ ? &e->no_nowait : &e->no_nowait_write;
 	int hit;
 
 	/* Set by any loop, read by all: relaxed (a stale 0 costs one try). */
-	if (__atomic_load_n(&e->no_nowait, __ATOMIC_RELAXED))
+	if (__atomic_load_n(refused, __ATOMIC_RELAXED))
 		return 0;
 	hit = job_try_now(&r->job);
 	if (hit < 0) {
-		__atomic_store_n(&e->no_nowait, 1, __ATOMIC_RELAXED);
-		log_info("export %s: the file does not support RWF_NOWAIT; every "
-			 "READ goes to %s", e->cfg->name,
+		__atomic_store_n(refused, 1, __ATOMIC_RELAXED);
+		log_info("export %s: the file does not support RWF_NOWAIT; every READ goes to %s",
+			 e->cfg->name,
 			 ioq_engine(r->c->loop->ioq) == IOQ_IO_URING ? "io_uring" : "a worker");
 	}
 	return hit > 0;
@@ -198,7 +200,7 @@ req_execute(struct req *r)
 	case RB_OP_READ:
 		j->op = JOB_READ;
 		j->buf = r->buf;
-		if (req_read_cached(r)) {
+		if (req_try_now(r)) {
 			/* A page-cache hit: done on the event loop. */
 			r->io_result = 0;
 			if (r->start_ns != 0)
@@ -209,6 +211,14 @@ req_execute(struct req *r)
 	case RB_OP_WRITE:
 		j->op = JOB_WRITE;
 		j->src = (r->info.flags & RB_REQ_INLINE) ? r->info.inline_data : r->buf;
+		/* Small (inline) writes only: a larger one may not block the
+		 * loop for long either, but copies more than it saves. */
+		if ((r->info.flags & RB_REQ_INLINE) && req_try_now(r)) {
+			r->io_result = 0;
+			if (r->start_ns != 0)
+				c->stats.writes_cached++;
+			return REQ_EXECUTED;
+		}
 		break;
 	case RB_OP_TRIM:
 		j->op = JOB_TRIM;

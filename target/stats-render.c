@@ -204,9 +204,10 @@ json_io(struct sbuf *b, const struct stats_io *s, uint64_t in_flight, const char
 		  (unsigned long long)o[RB_OP_WRITE].bytes,
 		  (unsigned long long)o[RB_OP_TRIM].bytes,
 		  (unsigned long long)o[RB_OP_WRITE_ZEROES].bytes);
-	sb_printf(b, "%s\"errors\": %llu, \"in_flight\": %llu, \"reads_cached\": %llu,\n",
-		  ind, (unsigned long long)errors, (unsigned long long)in_flight,
-		  (unsigned long long)s->reads_cached);
+	sb_printf(b, "%s\"errors\": %llu, \"in_flight\": %llu, \"reads_cached\": %llu, "
+		  "\"writes_cached\": %llu,\n", ind, (unsigned long long)errors,
+		  (unsigned long long)in_flight, (unsigned long long)s->reads_cached,
+		  (unsigned long long)s->writes_cached);
 	sb_printf(b, "%s\"latency_us\": {", ind);
 	for (i = 0; i < RB_OP__COUNT; i++)
 		sb_printf(b, "%s\n%s  \"%s\": {\"count\": %llu, \"errors\": %llu, "

@@ -34,6 +34,7 @@ stats_io_add(struct stats_io *dst, const struct stats_io *src)
 			d->hist[b] += s->hist[b];
 	}
 	dst->reads_cached += src->reads_cached;
+	dst->writes_cached += src->writes_cached;
 }
 
 uint64_t

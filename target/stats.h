@@ -41,6 +41,8 @@ struct stats_io {
 	uint64_t reads_cached;        /* READs served from the page cache on the event
 	                               * loop (preadv2 RWF_NOWAIT), before any io_uring
 	                               * or worker trip */
+	uint64_t writes_cached;       /* inline WRITEs the page cache took on the event
+	                               * loop (pwritev2 RWF_NOWAIT) */
 };
 
 /* Why a connection was refused, at CONNECT_REQUEST or at HELLO. */

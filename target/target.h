@@ -79,6 +79,7 @@ struct export {
 	int removed;                /* gone from the config: drain, then free */
 	int keep;                   /* scratch for exports_apply() */
 	int no_nowait;              /* its file refused RWF_NOWAIT: no page-cache fast path */
+	int no_nowait_write;        /* no page cache for writes either (RBD) */
 	struct ep_handler rbd_eh;   /* an RBD export's completion eventfd */
 	int epfd;                   /* the loop's, where rbd_eh is registered */
 	struct stats_io stats;      /* of its closed connections */

@@ -69,10 +69,12 @@ job_may_start(const struct job *j, int on_loop)
 /* backing.c: run one job synchronously (a worker thread's body; also
  * used by tests). */
 void job_execute(struct job *j);
-/* On the caller's thread, only if that need not wait: a READ wholly in the
- * page cache (preadv2 RWF_NOWAIT).  1: done, j->result set; 0: hand the
- * job to the ioq; -1: the file does not support RWF_NOWAIT (EOPNOTSUPP),
- * so do not try again.  A miss may still start readahead (as io_uring's
+/* On the caller's thread, only if that need not wait long: a READ wholly
+ * in the page cache (preadv2 RWF_NOWAIT), or a WRITE into the page cache
+ * while it is far from dirty throttling (pagecache.h).  1: done, j->result
+ * set; 0: hand the job to the ioq (a short or failed write is redone
+ * whole there); -1: the file does not support RWF_NOWAIT (EOPNOTSUPP), so
+ * do not try reads again.  A miss may still start readahead (as io_uring's
  * first, non-blocking attempt does) before it returns. */
 int  job_try_now(struct job *j);
 /* 1 when io_uring can run j (or its next part): not a block device's
