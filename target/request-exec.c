@@ -101,8 +101,9 @@ write_error_fails_export(int err)
 }
 
 /* 1 when r's job was done now, on this thread (job_try_now): a READ
- * wholly in the page cache, or an inline WRITE into a calm page cache,
- * with no io_uring round trip, no io-wq worker and no completion event.
+ * wholly in the page cache, or an inline WRITE into the page cache while
+ * the gate of pagecache.h is open, with no io_uring round trip, no io-wq
+ * worker and no completion event.
  * A miss goes to the ioq.  An export whose file refuses RWF_NOWAIT reads
  * stops trying them (said once); an RBD export has no page cache. */
 static int

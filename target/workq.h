@@ -71,7 +71,7 @@ job_may_start(const struct job *j, int on_loop)
 void job_execute(struct job *j);
 /* On the caller's thread, only if that need not wait long: a READ wholly
  * in the page cache (preadv2 RWF_NOWAIT), or a WRITE into the page cache
- * while it is far from dirty throttling (pagecache.h).  1: done, j->result
+ * while its gate is open (pagecache.h).  1: done, j->result
  * set; 0: hand the job to the ioq (a short or failed write is redone
  * whole there); -1: the file does not support RWF_NOWAIT (EOPNOTSUPP), so
  * do not try reads again.  A miss may still start readahead (as io_uring's
