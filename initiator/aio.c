@@ -320,16 +320,14 @@ rb_aio_submit(struct rb_client *c, struct rb_aio *a)
 	return 0;
 }
 
-/* Take every channel event and the wake_fd count: the fds stay readable
- * until then. */
+/* Take the channel's events and the wake_fd count (the fds stay readable
+ * until then), reading neither when it cannot have fired: the epoll fd
+ * does not say which one did, and each empty read is a syscall. */
 static void
 consume_events(struct rb_conn *conn)
 {
-	uint64_t n;
-
-	rb_cq_ack_events(conn->comp_ch, NULL);
-	if (read(conn->wake_fd, &n, sizeof(n)) < 0 && errno != EAGAIN)
-		rb_log(RB_LOG_DEBUG, "wake_fd: %s", strerror(errno));
+	rb_conn_take_events(conn);
+	rb_conn_wake_take(conn);
 }
 
 /* Under conn->lock: requests posted and unanswered on a dead connection go

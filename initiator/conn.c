@@ -344,7 +344,6 @@ rb_conn_unref(struct rb_conn *conn)
 void
 rb_conn_mark_dead_locked(struct rb_conn *conn, const char *why)
 {
-	uint64_t one = 1;
 	unsigned i;
 
 	if (conn->dead)
@@ -368,9 +367,8 @@ rb_conn_mark_dead_locked(struct rb_conn *conn, const char *why)
 		pthread_cond_broadcast(&conn->slots[i].cond);
 	pthread_cond_broadcast(&conn->slot_cond);
 	/* The leader, or an asynchronous reaper, sleeps on wake_fd. */
-	if ((conn->leader >= 0 || conn->inflight > 0) &&
-	    write(conn->wake_fd, &one, sizeof(one)) < 0)
-		rb_log(RB_LOG_DEBUG, "wake the leader: %s", strerror(errno));
+	if (conn->leader >= 0 || conn->inflight > 0)
+		rb_conn_wake(conn);
 }
 
 void

@@ -215,7 +215,6 @@ handle_wc_locked(struct rb_conn *conn, const struct ibv_wc *wc, const struct ibv
 static void
 wake_all(struct rb_conn *conn, const struct wake *w)
 {
-	uint64_t one = 1;
 	unsigned i;
 
 	for (i = 0; i < w->n; i++)
@@ -223,8 +222,8 @@ wake_all(struct rb_conn *conn, const struct wake *w)
 	/* One credit waiter per freed slot. */
 	for (i = 0; i < w->slot_cond; i++)
 		pthread_cond_signal(&conn->slot_cond);
-	if (w->leader && write(conn->wake_fd, &one, sizeof(one)) < 0)
-		rb_log(RB_LOG_DEBUG, "wake the leader: %s", strerror(errno));
+	if (w->leader)
+		rb_conn_wake(conn);
 }
 
 int

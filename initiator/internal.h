@@ -271,6 +271,14 @@ struct rb_conn {
 	int                         leader;
 	unsigned                    followers;  /* owners asleep on their slot's cond */
 	int                         wake_fd;    /* eventfd: kick the leader out of poll() */
+	/* Atomic.  wake_posted: wake_fd was written since its last read, set
+	 * after the write, so that a reaper reads it only then.  recv_armed,
+	 * send_armed: rb_conn_arm armed that CQ and its event has not been
+	 * taken yet; it raises at most one, so the channel holds at most
+	 * recv_armed + send_armed events (wait.c). */
+	int                         wake_posted;
+	int                         recv_armed;
+	int                         send_armed;
 
 	/* Asynchronous requests (aio.c): slots that became DONE, oldest
 	 * first, for the reaping thread to collect.  aio_reaping: that thread
@@ -359,8 +367,15 @@ const char *rb_wc_batch_cause(const struct ibv_wc *wc, int n);
  * DONE: 0, -EAGAIN if the connection died first, -EIO on the deadline
  * (the connection is then marked dead: the slot may still be in use). */
 int  rb_wait_slot(struct rb_conn *conn, struct rb_slot *s, uint64_t deadline_ns);
-/* Arm the receive CQ (and the send CQ while a LOCAL_INV is pending).  0 or -1. */
+/* Arm the receive CQ (and the send CQ while a LOCAL_INV is pending), each
+ * unless it is armed already (its event not taken yet).  0 or -1. */
 int  rb_conn_arm(struct rb_conn *conn);
+/* Take and ack the completion channel's events, reading it only while an
+ * armed CQ may have raised one.  Returns how many were taken. */
+unsigned rb_conn_take_events(struct rb_conn *conn);
+/* Write wake_fd (and mark it posted); read it back only when posted. */
+void rb_conn_wake(struct rb_conn *conn);
+void rb_conn_wake_take(struct rb_conn *conn);
 
 /* timer.c: the housekeeping thread: keepalive NOPs, CM events, dead
  * detection, and reaping the CQs when no leader is waiting. */

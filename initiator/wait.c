@@ -28,17 +28,79 @@ bump(uint64_t *counter)
 	__atomic_add_fetch(counter, 1, __ATOMIC_RELAXED);
 }
 
+/* Arm a CQ unless it is armed already: one that is stays armed until its
+ * event fires, and that event is still to be taken.  (On rxe every
+ * ibv_req_notify_cq is a syscall.) */
+static int
+arm_cq(struct ibv_cq *cq, int *armed)
+{
+	if (__atomic_load_n(armed, __ATOMIC_ACQUIRE))
+		return 0;
+	if (ibv_req_notify_cq(cq, 0) != 0)
+		return -1;
+	__atomic_store_n(armed, 1, __ATOMIC_RELEASE);
+	return 0;
+}
+
 int
 rb_conn_arm(struct rb_conn *conn)
 {
-	if (ibv_req_notify_cq(conn->recv_cq, 0) != 0)
+	if (arm_cq(conn->recv_cq, &conn->recv_armed) < 0)
 		return -1;
 	/* A LOCAL_INV completes on the send CQ, which is otherwise never
 	 * armed: send completions wake nobody. */
 	if (__atomic_load_n(&conn->inv_pending, __ATOMIC_ACQUIRE) > 0 &&
-	    ibv_req_notify_cq(conn->send_cq, 0) != 0)
+	    arm_cq(conn->send_cq, &conn->send_armed) < 0)
 		return -1;
 	return 0;
+}
+
+/* One event taken: its CQ is no longer armed. */
+static void
+took_event(struct rb_conn *conn, struct ibv_cq *cq)
+{
+	ibv_ack_cq_events(cq, 1);
+	__atomic_store_n(cq == conn->send_cq ? &conn->send_armed : &conn->recv_armed, 0,
+			 __ATOMIC_RELEASE);
+}
+
+unsigned
+rb_conn_take_events(struct rb_conn *conn)
+{
+	struct ibv_cq *ev_cq;
+	void *ev_ctx;
+	unsigned n = 0;
+
+	while ((__atomic_load_n(&conn->recv_armed, __ATOMIC_ACQUIRE) ||
+		__atomic_load_n(&conn->send_armed, __ATOMIC_ACQUIRE)) &&
+	       ibv_get_cq_event(conn->comp_ch, &ev_cq, &ev_ctx) == 0) {
+		took_event(conn, ev_cq);
+		n++;
+	}
+	return n;
+}
+
+void
+rb_conn_wake(struct rb_conn *conn)
+{
+	uint64_t one = 1;
+
+	if (write(conn->wake_fd, &one, sizeof(one)) < 0) {
+		rb_log(RB_LOG_DEBUG, "wake_fd: %s", strerror(errno));
+		return;
+	}
+	/* After the write: a reader that sees it finds the count there. */
+	__atomic_store_n(&conn->wake_posted, 1, __ATOMIC_RELEASE);
+}
+
+void
+rb_conn_wake_take(struct rb_conn *conn)
+{
+	uint64_t n;
+
+	if (__atomic_exchange_n(&conn->wake_posted, 0, __ATOMIC_ACQ_REL) &&
+	    read(conn->wake_fd, &n, sizeof(n)) < 0 && errno != EAGAIN)
+		rb_log(RB_LOG_DEBUG, "wake_fd: %s", strerror(errno));
 }
 
 /* Sleep until the completion channel or wake_fd fires, or timeout_ms. */
@@ -51,7 +113,6 @@ sleep_on_channel(struct rb_conn *conn, int timeout_ms)
 	};
 	struct ibv_cq *ev_cq;
 	void *ev_ctx;
-	uint64_t n;
 
 	bump(&conn->cfg.stats->leader_sleeps);
 	if (poll(pfd, 2, timeout_ms) <= 0)
@@ -60,9 +121,9 @@ sleep_on_channel(struct rb_conn *conn, int timeout_ms)
 	 * readable and is taken on the next round. */
 	if ((pfd[0].revents & POLLIN) &&
 	    ibv_get_cq_event(conn->comp_ch, &ev_cq, &ev_ctx) == 0)
-		ibv_ack_cq_events(ev_cq, 1);
-	if ((pfd[1].revents & POLLIN) && read(conn->wake_fd, &n, sizeof(n)) < 0)
-		rb_log(RB_LOG_DEBUG, "wake_fd: %s", strerror(errno));
+		took_event(conn, ev_cq);
+	if (pfd[1].revents & POLLIN)
+		rb_conn_wake_take(conn);
 }
 
 /* What the leader polls for (common/cqarm.h callbacks). */

@@ -172,9 +172,14 @@ conn_handle_cq_event(struct conn *c)
 {
 	struct ibv_cq *cq;
 	void *ctx;
-	unsigned nsend = 0, nrecv = 0;
+	unsigned nsend = 0, nrecv = 0, most;
 
-	while (ibv_get_cq_event(c->channel, &cq, &ctx) == 0) {
+	/* Each armed CQ raises at most one event: the receive CQ is always
+	 * armed here, the send CQ when send_armed says so.  Reading more
+	 * than that many would only find the channel empty (EAGAIN), one
+	 * syscall per wake-up. */
+	most = 1 + (c->send_armed ? 1u : 0u);
+	while (nsend + nrecv < most && ibv_get_cq_event(c->channel, &cq, &ctx) == 0) {
 		if (cq == c->send_cq)
 			nsend++;
 		else

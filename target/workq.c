@@ -164,13 +164,15 @@ compq_push(struct compq *cq, struct job *j)
 	uint64_t one = 1;
 	int was_empty;
 
+	/* The eventfd counter is non-zero exactly while jobs wait: both
+	 * change under the lock, so compq_take reads the counter only when
+	 * there is something to take, and never finds it empty. */
 	pthread_mutex_lock(&cq->lock);
 	was_empty = STAILQ_EMPTY(&cq->done);
 	STAILQ_INSERT_TAIL(&cq->done, j, link);
-	pthread_mutex_unlock(&cq->lock);
-	/* The eventfd counter only needs to be non-zero while jobs wait. */
 	if (was_empty && write(cq->efd, &one, sizeof(one)) < 0 && errno != EAGAIN)
 		log_warn("compq: eventfd write");
+	pthread_mutex_unlock(&cq->lock);
 }
 
 void
@@ -180,7 +182,9 @@ compq_take(struct compq *cq, struct job_list *out)
 
 	STAILQ_INIT(out);
 	pthread_mutex_lock(&cq->lock);
-	if (read(cq->efd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+	/* The loop calls this for the ring's wake-ups too: no read then. */
+	if (!STAILQ_EMPTY(&cq->done) && read(cq->efd, &v, sizeof(v)) < 0 &&
+	    errno != EAGAIN)
 		log_warn("compq: eventfd read");
 	STAILQ_CONCAT(out, &cq->done);
 	pthread_mutex_unlock(&cq->lock);
