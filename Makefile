@@ -63,7 +63,8 @@ COMMON_SRCS    := $(sort $(wildcard common/*.c))
 # The RBD backend is a module the target loads for its first RBD export
 # (target/rbd-module.h); rbd-spec.c is in both.
 RBD_MOD_SRCS   := target/rbd.c target/rbd-session.c target/rbd-lock.c target/rbd-reopen.c \
-                  target/rbd-silence.c target/helper-thread.c target/rbd-spec.c
+                  target/rbd-silence.c target/helper-thread.c target/rbd-spec.c \
+                  target/rbd-extents.c
 TARGET_SRCS    := $(filter-out $(filter-out target/rbd-spec.c,$(RBD_MOD_SRCS)),$(sort $(wildcard target/*.c)))
 INITIATOR_SRCS := $(sort $(wildcard initiator/*.c))
 PLUGIN_SRCS    := $(sort $(wildcard plugin/*.c))

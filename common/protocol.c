@@ -421,6 +421,13 @@ rb_request_validate(const struct rb_req_info *r, const struct rb_req_limits *lim
 		break;
 	case RB_OP_WRITE_ZEROES:
 		break;
+	case RB_OP_BLOCK_STATUS:
+		/* No data moves: the extents come back in the reply. */
+		if (r->flags != 0 || has_buffer) {
+			WHY("BLOCK_STATUS carries flags, an rkey or an addr");
+			return RB_EINVAL;
+		}
+		break;
 	default:
 		WHY("unknown opcode");
 		return RB_EINVAL;
@@ -447,7 +454,7 @@ rb_request_validate(const struct rb_req_info *r, const struct rb_req_limits *lim
 		WHY("offset + length beyond the end of the export");
 		return RB_EOVERFLOW;
 	}
-	if (r->opcode != RB_OP_READ && lim->read_only) {
+	if (r->opcode != RB_OP_READ && r->opcode != RB_OP_BLOCK_STATUS && lim->read_only) {
 		WHY("write to a read-only export");
 		return RB_EPERM;
 	}
@@ -467,12 +474,22 @@ rb_reply_encode(void *buf, const struct rb_rep_info *r)
 	return sizeof(*m);
 }
 
+size_t
+rb_reply_extents_encode(void *buf, const struct rb_rep_info *r, unsigned nextents)
+{
+	size_t len = rb_reply_encode(buf, r) + (size_t)nextents * sizeof(struct rb_extent);
+
+	hdr_put(buf, RB_MSG_REPLY, len);
+	return len;
+}
+
 int
 rb_reply_decode(const void *buf, size_t len, struct rb_rep_info *r,
 		const char **why)
 {
 	const struct rb_reply *m = buf;
-	int rc = hdr_check(buf, len, RB_MSG_REPLY, sizeof(*m), sizeof(*m), why);
+	size_t max = sizeof(*m) + RB_EXTENTS_MAX * sizeof(struct rb_extent);
+	int rc = hdr_check(buf, len, RB_MSG_REPLY, sizeof(*m), max, why);
 
 	if (rc < 0)
 		return rc;
@@ -480,9 +497,15 @@ rb_reply_decode(const void *buf, size_t len, struct rb_rep_info *r,
 		WHY("reserved reply field is not zero");
 		return -EPROTO;
 	}
+	if ((len - sizeof(*m)) % sizeof(struct rb_extent) != 0) {
+		WHY("reply payload is not a whole number of extents");
+		return -EBADMSG;
+	}
 	r->flags = m->flags;
 	r->error = le16toh(m->error);
 	r->tag = le64toh(m->tag);
+	r->nextents = (unsigned)((len - sizeof(*m)) / sizeof(struct rb_extent));
+	r->extents = r->nextents > 0 ? (const char *)buf + sizeof(*m) : NULL;
 	if (r->flags & ~RB_REP_FLAGS_ALL) {
 		WHY("unknown reply flags");
 		return -EINVAL;
@@ -491,7 +514,85 @@ rb_reply_decode(const void *buf, size_t len, struct rb_rep_info *r,
 		WHY("failed reply claims durability");
 		return -EINVAL;
 	}
+	if (r->error != RB_OK && r->nextents > 0) {
+		WHY("failed reply carries extents");
+		return -EINVAL;
+	}
 	return 0;
+}
+
+void
+rb_extent_get(const struct rb_rep_info *r, unsigned i, struct rb_extent_info *e)
+{
+	struct rb_extent x;
+
+	memcpy(&x, (const char *)r->extents + (size_t)i * sizeof(x), sizeof(x));
+	e->length = le32toh(x.length);
+	e->flags = le32toh(x.flags);
+}
+
+void
+rb_extent_list_init(struct rb_extent_list *l, void *buf)
+{
+	l->buf = buf;
+	l->n = 0;
+	l->covered = 0;
+	l->last_flags = 0;
+}
+
+int
+rb_extent_list_add(struct rb_extent_list *l, uint64_t len, uint32_t flags)
+{
+	struct rb_extent *x;
+
+	if (l->n > 0 && l->last_flags == flags) {
+		x = (struct rb_extent *)l->buf + (l->n - 1);
+		if (le32toh(x->length) + len <= UINT32_MAX) {
+			x->length = htole32((uint32_t)(le32toh(x->length) + len));
+			l->covered += len;
+			return 0;
+		}
+	}
+	if (l->n >= RB_EXTENTS_MAX || len > UINT32_MAX)
+		return -1;
+	x = (struct rb_extent *)l->buf + l->n++;
+	x->length = htole32((uint32_t)len);
+	x->flags = htole32(flags);
+	l->last_flags = flags;
+	l->covered += len;
+	return 0;
+}
+
+uint16_t
+rb_extents_check(const struct rb_rep_info *r, uint32_t length, uint32_t min_block,
+		 const char **why)
+{
+	struct rb_extent_info e;
+	uint64_t sum = 0;
+	unsigned i;
+
+	if (r->nextents == 0) {
+		WHY("BLOCK_STATUS reply without extents");
+		return RB_EPROTO;
+	}
+	for (i = 0; i < r->nextents; i++) {
+		rb_extent_get(r, i, &e);
+		if (e.length == 0 || (min_block > 1 && e.length % min_block != 0)) {
+			WHY("extent empty or not aligned to the minimum block size");
+			return RB_EPROTO;
+		}
+		if ((e.flags & ~RB_EXT_FLAGS_ALL) != 0 ||
+		    !(e.flags & RB_EXT_DATA) == !(e.flags & RB_EXT_HOLE)) {
+			WHY("extent flags unknown, or not exactly one of DATA and HOLE");
+			return RB_EPROTO;
+		}
+		sum += e.length;
+	}
+	if (sum > length) {
+		WHY("extents cover more than the request's range");
+		return RB_EPROTO;
+	}
+	return RB_OK;
 }
 
 size_t
@@ -646,6 +747,7 @@ rb_opcode_name(uint8_t op)
 	case RB_OP_TRIM:         return "TRIM";
 	case RB_OP_WRITE_ZEROES: return "WRITE_ZEROES";
 	case RB_OP_NOP:          return "NOP";
+	case RB_OP_BLOCK_STATUS: return "BLOCK_STATUS";
 	default:                 return "UNKNOWN";
 	}
 }

@@ -14,8 +14,9 @@
  *   I -> T  RB_MSG_AUTH         (only after a CHALLENGE)
  *   T -> I  RB_MSG_HELLO_REPLY  (status; on success the export description)
  *   then any number of
- *   I -> T  RB_MSG_REQUEST      (READ/WRITE/FLUSH/TRIM/WRITE_ZEROES/NOP)
- *   T -> I  RB_MSG_REPLY
+ *   I -> T  RB_MSG_REQUEST      (READ/WRITE/FLUSH/TRIM/WRITE_ZEROES/NOP/
+ *                                BLOCK_STATUS)
+ *   T -> I  RB_MSG_REPLY        (a BLOCK_STATUS reply carries its extents)
  *   or, instead of HELLO, RB_MSG_LIST -> RB_MSG_LIST_REPLY, then disconnect.
  */
 #ifndef RDMABLK_PROTOCOL_H
@@ -69,6 +70,7 @@ enum rb_opcode {
 	RB_OP_TRIM         = 3,
 	RB_OP_WRITE_ZEROES = 4,
 	RB_OP_NOP          = 5,   /* keepalive: no data, always succeeds */
+	RB_OP_BLOCK_STATUS = 6,   /* the allocation of a range: extents in the reply */
 	RB_OP__COUNT
 };
 
@@ -97,7 +99,8 @@ enum rb_opcode {
 #define RB_EXP_TTL         0x0200u  /* the target honours a request's ttl: it never
 				     * starts the backing I/O of a request more
 				     * than ttl seconds after it arrived */
-#define RB_EXP_FLAGS_ALL   0x03ffu
+#define RB_EXP_EXTENTS     0x0400u  /* the target answers BLOCK_STATUS */
+#define RB_EXP_FLAGS_ALL   0x07ffu
 
 /* HELLO flags (initiator wishes). */
 #define RB_HELLO_SEND_INV   0x0001u /* reply SENDs may invalidate the request rkey */
@@ -204,6 +207,20 @@ struct rb_reply {
 	uint64_t tag;            /* the request's tag */
 } __attribute__((packed));
 
+/* A BLOCK_STATUS reply: the struct rb_reply, then (on success) 1 to
+ * RB_EXTENTS_MAX of these, in order from the request's offset, covering a
+ * prefix of its range (docs/protocol.md). */
+struct rb_extent {
+	uint32_t length;         /* bytes, a multiple of min_block, > 0 */
+	uint32_t flags;          /* RB_EXT_*: exactly one of DATA and HOLE */
+} __attribute__((packed));
+#define RB_EXT_HOLE       0x1u     /* not allocated (reads as ZERO says) */
+#define RB_EXT_ZERO       0x2u     /* reads as zeros */
+#define RB_EXT_DATA       0x4u     /* allocated */
+#define RB_EXT_FLAGS_ALL  (RB_EXT_HOLE | RB_EXT_ZERO | RB_EXT_DATA)
+/* The most extents one reply carries. */
+#define RB_EXTENTS_MAX    256
+
 struct rb_list {
 	struct rb_msg_hdr hdr;
 	uint16_t version;        /* RB_PROTO_VERSION */
@@ -227,6 +244,9 @@ _Static_assert(sizeof(struct rb_auth) == 40, "rb_auth");
 _Static_assert(sizeof(struct rb_hello_reply) == 164, "rb_hello_reply");
 _Static_assert(sizeof(struct rb_request) == 40, "rb_request");
 _Static_assert(sizeof(struct rb_reply) == 16, "rb_reply");
+_Static_assert(sizeof(struct rb_extent) == 8, "rb_extent");
+_Static_assert(sizeof(struct rb_reply) + RB_EXTENTS_MAX * sizeof(struct rb_extent) <=
+	       RB_MSG_BUF_SIZE, "a BLOCK_STATUS reply fits a receive buffer");
 _Static_assert(sizeof(struct rb_list) == 8, "rb_list");
 _Static_assert(sizeof(struct rb_list_reply) == 8, "rb_list_reply");
 _Static_assert(sizeof(struct rb_request) + RB_INLINE_MAX <= RB_MSG_BUF_SIZE,
@@ -269,6 +289,25 @@ struct rb_rep_info {
 	uint8_t  flags;
 	uint16_t error;
 	uint64_t tag;
+	/* A BLOCK_STATUS reply's extents, still in wire order and byte
+	 * order (rb_extent_get); only a successful reply has any. */
+	unsigned nextents;
+	const void *extents;
+};
+
+/* An extent, decoded. */
+struct rb_extent_info {
+	uint32_t length;
+	uint32_t flags;            /* RB_EXT_* */
+};
+
+/* Extents being written into a reply buffer, merging neighbours with the
+ * same flags (the target's side). */
+struct rb_extent_list {
+	void    *buf;              /* RB_EXTENTS_MAX struct rb_extent */
+	unsigned n;
+	uint64_t covered;          /* bytes the extents add up to */
+	uint32_t last_flags;
 };
 
 struct rb_auth_info {
@@ -321,8 +360,27 @@ uint16_t rb_request_validate(const struct rb_req_info *r,
 			     const struct rb_req_limits *lim, const char **why);
 
 size_t rb_reply_encode(void *buf, const struct rb_rep_info *r);
+/* A BLOCK_STATUS reply: the extents are already at buf + sizeof(struct
+ * rb_reply) (rb_extent_list_add), nextents of them. */
+size_t rb_reply_extents_encode(void *buf, const struct rb_rep_info *r, unsigned nextents);
+/* Accepts a reply followed by whole extents (at most RB_EXTENTS_MAX, none
+ * on a failed reply); whether the request was a BLOCK_STATUS, and the
+ * extents against its range, the initiator checks (rb_extents_check). */
 int    rb_reply_decode(const void *buf, size_t len, struct rb_rep_info *r,
 		       const char **why);
+void   rb_extent_get(const struct rb_rep_info *r, unsigned i, struct rb_extent_info *e);
+/* Start a list at buf (a reply buffer's extents). */
+void   rb_extent_list_init(struct rb_extent_list *l, void *buf);
+/* Append len bytes (> 0) with flags, merged into the last extent when the
+ * flags match (and the sum fits 32 bits).  0, or -1 when the list is full
+ * (nothing was added). */
+int    rb_extent_list_add(struct rb_extent_list *l, uint64_t len, uint32_t flags);
+/* The extents of a successful reply against the request's range: at least
+ * one, each non-empty and aligned to min_block, exactly one of DATA and
+ * HOLE, no unknown flags, and no more than length bytes in all.  RB_OK or
+ * RB_EPROTO, with *why. */
+uint16_t rb_extents_check(const struct rb_rep_info *r, uint32_t length, uint32_t min_block,
+			  const char **why);
 
 size_t rb_list_encode(void *buf);
 int    rb_list_decode(const void *buf, size_t len, const char **why);

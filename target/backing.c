@@ -12,6 +12,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "extents.h"
 #include "pagecache.h"
 #include "util.h"
 #include "workq.h"
@@ -126,6 +127,14 @@ job_execute(struct job *j)
 	case JOB_SYNC:
 		j->result = fdatasync(j->fd) < 0 ? -errno : 0;
 		break;
+	case JOB_EXTENTS: {
+		struct rb_extent_list l;
+
+		rb_extent_list_init(&l, j->buf);
+		j->result = extents_of_fd(j->fd, j->is_blockdev, j->off, j->len, j->block, &l);
+		j->nextents = l.n;
+		break;
+	}
 	}
 }
 
@@ -172,6 +181,8 @@ backing_ring_serves(const struct job *j)
 	case JOB_TRIM:
 	case JOB_ZERO:
 		return !j->is_blockdev;
+	case JOB_EXTENTS:
+		return 0;       /* lseek: a worker's */
 	}
 	return 0;
 }
@@ -202,5 +213,7 @@ backing_prep_sqe(struct io_uring_sqe *sqe, const struct job *j)
 	case JOB_SYNC:
 		io_uring_prep_fsync(sqe, j->fd, IORING_FSYNC_DATASYNC);
 		break;
+	case JOB_EXTENTS:
+		break;          /* never on the ring (backing_ring_serves) */
 	}
 }

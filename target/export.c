@@ -351,8 +351,9 @@ exports_any_allows(struct target *t, const struct sockaddr *sa)
 uint32_t
 export_flags(const struct export *e)
 {
-	/* TTL: every request's ttl is honoured (request-exec.c). */
-	uint32_t f = RB_EXP_MULTI_CONN | RB_EXP_TTL;
+	/* TTL: every request's ttl is honoured (request-exec.c).  EXTENTS:
+	 * every backend answers BLOCK_STATUS (extents.h, rbd-extents.h). */
+	uint32_t f = RB_EXP_MULTI_CONN | RB_EXP_TTL | RB_EXP_EXTENTS;
 
 	if (e->cfg->shared)
 		f |= RB_EXP_SHARED;

@@ -19,7 +19,7 @@
 #define RBD_MODULE_FILE   "rdmablk-rbd.so"
 #define RBD_MODULE_SYMBOL "rdmablk_rbd_module"
 /* Bump with any change of struct rbd_module or of the types it passes. */
-#define RBD_MODULE_ABI    2u
+#define RBD_MODULE_ABI    3u
 
 struct rbd_module {
 	unsigned abi;

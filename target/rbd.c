@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "rbd-extents.h"
 #include "rbd-lock.h"
 #include "rbd-module.h"
 #include "rbd-reopen.h"
@@ -35,6 +36,7 @@ struct rbd_backing {
 	uint64_t reopens;           /* sessions swapped in after a failure */
 	struct imglock_stats lock_base; /* the closed sessions' lock counters */
 	char fenced[160];           /* the last instance blocklisted, or "" */
+	struct rbd_extents *x;      /* BLOCK_STATUS's thread, from the first one on */
 };
 
 struct rbd_backing *
@@ -80,6 +82,7 @@ rbd_backing_destroy(struct rbd_backing *b)
 	if (b->inflight != 0)
 		log_warnx("export %s: %u RBD jobs still in flight at its end", b->p.name,
 			  b->inflight);
+	rbd_extents_destroy(b->x);
 	if (b->ro != NULL)
 		rbd_reopen_destroy(b->ro);  /* closes b->s, its old session */
 	else
@@ -150,6 +153,16 @@ rbd_start(struct rbd_backing *b, struct job *j)
 	rbd_completion_t c;
 	int r;
 
+	if (j->op == JOB_EXTENTS) {
+		/* Synchronous in librbd: on the image's own thread. */
+		if (b->x == NULL && (b->x = rbd_extents_create(b->efd, b->p.name)) == NULL) {
+			rbd_fail_later(b, j, -ENOMEM);
+			return;
+		}
+		rbd_extents_submit(b->x, b->s->image, j);
+		b->on_image++;
+		return;
+	}
 	r = rbd_aio_create_completion(j, NULL, &c);
 	if (r < 0) {
 		rbd_fail_later(b, j, r);
@@ -223,7 +236,7 @@ rbd_route(struct rbd_backing *b, struct job *j)
 	}
 	if (b->p.read_only) {
 		/* No lock on a read-only image; nothing to flush either. */
-		if (j->op == JOB_READ || j->op == JOB_SYNC)
+		if (j->op == JOB_READ || j->op == JOB_SYNC || j->op == JOB_EXTENTS)
 			rbd_start(b, j);
 		else
 			rbd_fail_later(b, j, -EROFS);
@@ -364,6 +377,14 @@ rbd_backing_reap(struct rbd_backing *b)
 			rbd_complete(b, j);
 		}
 	} while (n == RBD_POLL_BATCH);
+	rbd_extents_take(b->x, &failed);
+	while ((j = STAILQ_FIRST(&failed)) != NULL) {
+		STAILQ_REMOVE_HEAD(&failed, link);
+		b->on_image--;
+		if (j->result == -ESHUTDOWN && b->s->lock != NULL && b->ro == NULL)
+			imglock_fenced(b->s->lock);
+		rbd_complete(b, j);
+	}
 	STAILQ_INIT(&failed);
 	STAILQ_CONCAT(&failed, &b->failed);
 	while ((j = STAILQ_FIRST(&failed)) != NULL) {

@@ -228,6 +228,12 @@ req_execute(struct req *r)
 		j->op = JOB_ZERO;
 		j->no_hole = (r->info.flags & RB_REQ_NO_HOLE) != 0;
 		break;
+	case RB_OP_BLOCK_STATUS:
+		/* The extents go where the reply will be sent from. */
+		j->op = JOB_EXTENTS;
+		j->buf = (char *)r->buf + sizeof(struct rb_reply);
+		j->block = c->lim.min_block;
+		break;
 	}
 	if (is_slow_op(r->info.opcode)) {
 		req_chunk_next(r, r->info.offset);

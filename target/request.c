@@ -117,6 +117,7 @@ req_validate(struct req *r)
 	case RB_OP_NOP:
 		return REQ_READY_TO_REPLY;
 	case RB_OP_READ:
+	case RB_OP_BLOCK_STATUS:    /* the reply and its extents go out of a buffer */
 		return REQ_NEED_BUFFER;
 	case RB_OP_WRITE:
 		if (r->info.flags & RB_REQ_INLINE)
@@ -166,6 +167,9 @@ req_reply(struct req *r)
 	struct rb_rep_info rep = { .flags = r->rep_flags, .error = r->status,
 				   .tag = r->info.tag };
 	int with_data = r->info.opcode == RB_OP_READ && r->status == RB_OK;
+	/* A BLOCK_STATUS reply is sent from its pool buffer: the extents
+	 * are already there, after room for the reply (request-exec.c). */
+	int with_extents = r->info.opcode == RB_OP_BLOCK_STATUS && r->status == RB_OK;
 	struct ibv_send_wr *wr_data = &r->wr_rdma, *wr_rep = &r->wr_send;
 	unsigned n = with_data ? 2 : 1;
 	size_t len;
@@ -174,7 +178,10 @@ req_reply(struct req *r)
 		return REQ_NEED_SQ_REPLY;
 	if (rep.error != RB_OK)
 		rep.flags = 0;
-	len = rb_reply_encode(r->reply, &rep);
+	if (with_extents)
+		len = rb_reply_extents_encode(r->buf, &rep, r->job.nextents);
+	else
+		len = rb_reply_encode(r->reply, &rep);
 	if (conn_post_recv(c, r->rb) < 0) {
 		c->sq_used -= n;
 		return REQ_COMPLETED;
@@ -183,9 +190,9 @@ req_reply(struct req *r)
 	c->credits_used--;
 
 	memset(wr_rep, 0, sizeof(*wr_rep));
-	r->sge_send.addr = (uintptr_t)r->reply;
+	r->sge_send.addr = (uintptr_t)(with_extents ? r->buf : r->reply);
 	r->sge_send.length = (uint32_t)len;
-	r->sge_send.lkey = 0;
+	r->sge_send.lkey = with_extents ? pool_lkey(c->pool) : 0;
 	wr_rep->wr_id = (uintptr_t)&r->send_ctx;
 	wr_rep->opcode = IBV_WR_SEND;
 	/* The initiator asked (RB_HELLO_SEND_INV) that the reply kill the
@@ -196,7 +203,7 @@ req_reply(struct req *r)
 		wr_rep->opcode = IBV_WR_SEND_WITH_INV;
 		wr_rep->invalidate_rkey = r->info.rkey;
 	}
-	wr_rep->send_flags = IBV_SEND_SIGNALED | IBV_SEND_INLINE;
+	wr_rep->send_flags = IBV_SEND_SIGNALED | (with_extents ? 0 : IBV_SEND_INLINE);
 	wr_rep->sg_list = &r->sge_send;
 	wr_rep->num_sge = 1;
 	r->send_slots = n;

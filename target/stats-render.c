@@ -88,6 +88,7 @@ sb_json_str(struct sbuf *b, const char *s)
 static const char *const op_names[RB_OP__COUNT] = {
 	[RB_OP_READ] = "read", [RB_OP_WRITE] = "write", [RB_OP_FLUSH] = "flush",
 	[RB_OP_TRIM] = "trim", [RB_OP_WRITE_ZEROES] = "zero", [RB_OP_NOP] = "nop",
+	[RB_OP_BLOCK_STATUS] = "block_status",
 };
 
 /* An export's figures: its closed connections plus its live ones. */
@@ -191,13 +192,14 @@ json_io(struct sbuf *b, const struct stats_io *s, uint64_t in_flight, const char
 	for (i = 0; i < RB_OP__COUNT; i++)
 		errors += o[i].errors;
 	sb_printf(b, "\"reads\": %llu, \"writes\": %llu, \"flushes\": %llu, "
-		  "\"trims\": %llu, \"zeroes\": %llu, \"nops\": %llu,\n",
+		  "\"trims\": %llu, \"zeroes\": %llu, \"nops\": %llu, \"block_statuses\": %llu,\n",
 		  (unsigned long long)o[RB_OP_READ].count,
 		  (unsigned long long)o[RB_OP_WRITE].count,
 		  (unsigned long long)o[RB_OP_FLUSH].count,
 		  (unsigned long long)o[RB_OP_TRIM].count,
 		  (unsigned long long)o[RB_OP_WRITE_ZEROES].count,
-		  (unsigned long long)o[RB_OP_NOP].count);
+		  (unsigned long long)o[RB_OP_NOP].count,
+		  (unsigned long long)o[RB_OP_BLOCK_STATUS].count);
 	sb_printf(b, "%s\"bytes_read\": %llu, \"bytes_written\": %llu, "
 		  "\"bytes_trimmed\": %llu, \"bytes_zeroed\": %llu,\n", ind,
 		  (unsigned long long)o[RB_OP_READ].bytes,

@@ -19,6 +19,7 @@ enum job_op {
 	JOB_TRIM,          /* punch a hole / BLKDISCARD */
 	JOB_ZERO,          /* zero range / BLKZEROOUT / write zeros */
 	JOB_SYNC,          /* fdatasync (a flusher's group commit) */
+	JOB_EXTENTS,       /* BLOCK_STATUS: extents of off..len into buf (extents.h) */
 };
 
 struct job;
@@ -42,6 +43,8 @@ struct job {
 	uint32_t len;
 	int      result;           /* 0 or -errno */
 	uint32_t done_bytes;       /* io_uring: transferred so far (short I/O) */
+	uint32_t block;            /* JOB_EXTENTS: boundaries are rounded to it */
+	unsigned nextents;         /* JOB_EXTENTS: how many it wrote to buf */
 	job_done_fn *done;         /* on the event-loop thread */
 	void    *owner;
 	/* A job that may wait before it starts (a worker's queue, an RBD

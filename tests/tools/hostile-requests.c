@@ -288,6 +288,90 @@ sc_zeroes_past_end(void)
 				     RB_EOVERFLOW);
 }
 
+/* ---- BLOCK_STATUS ---- */
+
+/* A BLOCK_STATUS (no key, no address) the target must answer with err. */
+static int
+block_status_error(const char *did, uint16_t flags, uint64_t off, uint32_t len, uint16_t err)
+{
+	char msg[sizeof(struct rb_request)];
+
+	return request_expect_error(did, msg, req_msg(msg, RB_OP_BLOCK_STATUS, flags, 7, off,
+						      len, 0, 0), 7, err, 0);
+}
+
+BAD_REQUEST(sc_bs_with_rkey, "a BLOCK_STATUS with an rkey and addr",
+	    RB_OP_BLOCK_STATUS, 0, 0, 4096, 0x1234, 4096, 0)
+
+static int
+sc_bs_with_fua(void)
+{
+	return block_status_error("a BLOCK_STATUS with FUA", RB_REQ_FUA, 0, 4096, RB_EINVAL);
+}
+
+static int
+sc_bs_zero_length(void)
+{
+	return block_status_error("a BLOCK_STATUS of 0 bytes", 0, 0, 0, RB_EINVAL);
+}
+
+static int
+sc_bs_misaligned(void)
+{
+	return block_status_error("a BLOCK_STATUS at offset 100", 0, 100, 4096, RB_EINVAL);
+}
+
+static int
+sc_bs_huge(void)
+{
+	return block_status_error("a BLOCK_STATUS of 4 GiB - 512 at 0 (beyond a 64 MiB export)",
+				  0, 0, UINT32_MAX - 511, RB_EOVERFLOW);
+}
+
+static int
+sc_bs_past_end(void)
+{
+	if (get_limits() < 0)
+		return 1;
+	return block_status_error("a BLOCK_STATUS of 1 KiB at size - 512", 0, limits.size - 512,
+				  1024, RB_EOVERFLOW);
+}
+
+static int
+sc_bs_overflow(void)
+{
+	return block_status_error("a BLOCK_STATUS of 4 GiB - 512 at 2^64 - 512", 0,
+				  UINT64_MAX - 511, UINT32_MAX - 511, RB_EOVERFLOW);
+}
+
+/* The whole export: an OK reply whose extents keep the protocol's rules
+ * and cover a prefix of it. */
+static int
+sc_bs_whole(void)
+{
+	char msg[sizeof(struct rb_request)];
+	struct outcome o;
+	struct hconn h;
+	int rc;
+
+	if (get_limits() < 0 || h_session(&h, 4) < 0)
+		return 1;
+	h_roundtrip(&h, msg, req_msg(msg, RB_OP_BLOCK_STATUS, 0, 7, 0, (uint32_t)limits.size, 0,
+				     0), &o);
+	if (o.kind != OUT_REPLY || o.tag != 7 || o.error != RB_OK)
+		rc = verdict(0, "a BLOCK_STATUS of the whole export: expected REPLY OK, got %s",
+			     o.what);
+	else if (o.ext_bad != NULL || o.ext_bytes > limits.size)
+		rc = verdict(0, "a BLOCK_STATUS of the whole export: %u extents of %" PRIu64
+			     " bytes: %s", o.nextents, o.ext_bytes,
+			     o.ext_bad != NULL ? o.ext_bad : "more than the export");
+	else
+		rc = verdict(1, "a BLOCK_STATUS of the whole export: %u extents covering %" PRIu64
+			     " of its %" PRIu64 " bytes", o.nextents, o.ext_bytes, limits.size);
+	h_close(&h);
+	return rc;
+}
+
 static int
 sc_inline_too_long(void)
 {
@@ -507,6 +591,15 @@ const struct scenario request_scenarios[] = {
 	{ "offset-overflow", sc_offset_overflow },
 	{ "trim-overflow", sc_trim_overflow },
 	{ "zeroes-past-end", sc_zeroes_past_end },
+	/* BLOCK_STATUS: bad ranges, a huge one, one past the end, and a good one */
+	{ "bs-with-rkey", sc_bs_with_rkey },
+	{ "bs-with-fua", sc_bs_with_fua },
+	{ "bs-zero-length", sc_bs_zero_length },
+	{ "bs-misaligned", sc_bs_misaligned },
+	{ "bs-huge", sc_bs_huge },
+	{ "bs-past-end", sc_bs_past_end },
+	{ "bs-overflow", sc_bs_overflow },
+	{ "bs-whole", sc_bs_whole },
 	/* bogus keys and addresses */
 	{ "read-bad-rkey", sc_read_bad_rkey },
 	{ "read-bad-addr", sc_read_bad_addr },

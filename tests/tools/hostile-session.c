@@ -81,6 +81,18 @@ h_outcome(struct hconn *h, uint64_t deadline, struct outcome *o)
 		o->error = rep.error;
 		o->flags = rep.flags;
 		o->tag = rep.tag;
+		o->nextents = rep.nextents;
+		if (rep.nextents > 0) {
+			struct rb_extent_info e;
+			unsigned i;
+
+			for (i = 0; i < rep.nextents; i++) {
+				rb_extent_get(&rep, i, &e);
+				o->ext_bytes += e.length;
+			}
+			if (rb_extents_check(&rep, UINT32_MAX, 512, &why) != RB_OK)
+				o->ext_bad = why;
+		}
 		snprintf(o->what, sizeof(o->what), "REPLY %s to tag %" PRIu64,
 			 rb_error_name(rep.error), rep.tag);
 		return;

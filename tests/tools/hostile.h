@@ -48,6 +48,11 @@ struct outcome {
 	uint16_t error;       /* REPLY error or HELLO_REPLY status */
 	uint8_t flags;
 	uint64_t tag;
+	/* A REPLY's extents (BLOCK_STATUS): how many, the bytes they add up
+	 * to, and NULL or what rb_extents_check found wrong with them. */
+	unsigned nextents;
+	uint64_t ext_bytes;
+	const char *ext_bad;
 	char what[256];       /* for the verdict line */
 };
 

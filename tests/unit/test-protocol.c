@@ -424,6 +424,102 @@ test_reply(void)
 	CHECK(rb_reply_decode(buf, len, &out, &why) == -EPROTO);
 }
 
+/* BLOCK_STATUS: validation, the extent list, the reply with extents and
+ * what the initiator checks of them. */
+static void
+test_block_status(void)
+{
+	struct rb_req_limits lim = limits();
+	struct rb_rep_info in = { .error = RB_OK, .tag = 9 }, out;
+	struct rb_extent_list l;
+	struct rb_extent_info e;
+	struct rb_req_info r;
+	const char *why;
+	size_t len;
+	unsigned i;
+
+	r = req(RB_OP_BLOCK_STATUS, 0, 1u << 30);       /* past max-io: allowed */
+	CHECK(rb_request_validate(&r, &lim, &why) == RB_OK);
+	lim.read_only = 1;
+	CHECK(rb_request_validate(&r, &lim, &why) == RB_OK);
+	lim.read_only = 0;
+	r = req(RB_OP_BLOCK_STATUS, 512, 1u << 30);
+	CHECK(rb_request_validate(&r, &lim, &why) == RB_EOVERFLOW);
+	r = req(RB_OP_BLOCK_STATUS, 0, 0);
+	CHECK(rb_request_validate(&r, &lim, &why) == RB_EINVAL);
+	r = req(RB_OP_BLOCK_STATUS, 100, 512);
+	CHECK(rb_request_validate(&r, &lim, &why) == RB_EINVAL);
+	r = req(RB_OP_BLOCK_STATUS, 0, 512);
+	r.flags = RB_REQ_FUA;
+	CHECK(rb_request_validate(&r, &lim, &why) == RB_EINVAL);
+	r.flags = 0;
+	r.rkey = 5;
+	CHECK(rb_request_validate(&r, &lim, &why) == RB_EINVAL);
+	CHECK(strcmp(rb_opcode_name(RB_OP_BLOCK_STATUS), "BLOCK_STATUS") == 0);
+
+	/* neighbours with one kind merge; the list stops at RB_EXTENTS_MAX */
+	rb_extent_list_init(&l, buf + sizeof(struct rb_reply));
+	CHECK(rb_extent_list_add(&l, 4096, RB_EXT_DATA) == 0);
+	CHECK(rb_extent_list_add(&l, 4096, RB_EXT_DATA) == 0);
+	CHECK(rb_extent_list_add(&l, 1 << 20, RB_EXT_HOLE | RB_EXT_ZERO) == 0);
+	CHECK(l.n == 2 && l.covered == 8192 + (1 << 20));
+	len = rb_reply_extents_encode(buf, &in, l.n);
+	CHECK(len == sizeof(struct rb_reply) + 2 * sizeof(struct rb_extent));
+	CHECK(rb_reply_decode(buf, len, &out, &why) == 0 && out.nextents == 2);
+	rb_extent_get(&out, 0, &e);
+	CHECK(e.length == 8192 && e.flags == RB_EXT_DATA);
+	rb_extent_get(&out, 1, &e);
+	CHECK(e.length == 1 << 20 && e.flags == (RB_EXT_HOLE | RB_EXT_ZERO));
+	CHECK(rb_extents_check(&out, 8192 + (1 << 20), 512, &why) == RB_OK);
+	/* more than the range asked */
+	CHECK(rb_extents_check(&out, 8192, 512, &why) == RB_EPROTO);
+	/* a plain reply has none; a BLOCK_STATUS reply must have one */
+	len = rb_reply_encode(buf, &in);
+	CHECK(rb_reply_decode(buf, len, &out, &why) == 0 && out.nextents == 0);
+	CHECK(rb_extents_check(&out, 512, 512, &why) == RB_EPROTO);
+	/* not a whole number of extents, too many, or on a failed reply */
+	rb_extent_list_init(&l, buf + sizeof(struct rb_reply));
+	for (i = 0; i < RB_EXTENTS_MAX; i++)
+		CHECK(rb_extent_list_add(&l, 512, i % 2 ? RB_EXT_DATA : RB_EXT_HOLE) == 0);
+	CHECK(rb_extent_list_add(&l, 512, RB_EXT_HOLE) == -1 && l.n == RB_EXTENTS_MAX);
+	len = rb_reply_extents_encode(buf, &in, l.n);
+	CHECK(rb_reply_decode(buf, len, &out, &why) == 0 && out.nextents == RB_EXTENTS_MAX);
+	set_len(len + sizeof(struct rb_extent));
+	CHECK(rb_reply_decode(buf, len + sizeof(struct rb_extent), &out, &why) == -EBADMSG);
+	set_len(len - 4);
+	CHECK(rb_reply_decode(buf, len - 4, &out, &why) == -EBADMSG);
+	in.error = RB_EIO;
+	len = rb_reply_extents_encode(buf, &in, 1);
+	CHECK(rb_reply_decode(buf, len, &out, &why) == -EINVAL);
+	/* bad extents: empty, misaligned, both or neither of DATA and HOLE */
+	in.error = RB_OK;
+	rb_extent_list_init(&l, buf + sizeof(struct rb_reply));
+	rb_extent_list_add(&l, 0, RB_EXT_DATA);
+	len = rb_reply_extents_encode(buf, &in, l.n);
+	CHECK(rb_reply_decode(buf, len, &out, &why) == 0);
+	CHECK(rb_extents_check(&out, 4096, 512, &why) == RB_EPROTO);
+	rb_extent_list_init(&l, buf + sizeof(struct rb_reply));
+	rb_extent_list_add(&l, 100, RB_EXT_DATA);
+	rb_reply_extents_encode(buf, &in, l.n);
+	CHECK(rb_reply_decode(buf, len, &out, &why) == 0);
+	CHECK(rb_extents_check(&out, 4096, 512, &why) == RB_EPROTO);
+	rb_extent_list_init(&l, buf + sizeof(struct rb_reply));
+	rb_extent_list_add(&l, 512, RB_EXT_DATA | RB_EXT_HOLE);
+	rb_reply_extents_encode(buf, &in, l.n);
+	CHECK(rb_reply_decode(buf, len, &out, &why) == 0);
+	CHECK(rb_extents_check(&out, 4096, 512, &why) == RB_EPROTO);
+	rb_extent_list_init(&l, buf + sizeof(struct rb_reply));
+	rb_extent_list_add(&l, 512, RB_EXT_ZERO);
+	rb_reply_extents_encode(buf, &in, l.n);
+	CHECK(rb_reply_decode(buf, len, &out, &why) == 0);
+	CHECK(rb_extents_check(&out, 4096, 512, &why) == RB_EPROTO);
+	rb_extent_list_init(&l, buf + sizeof(struct rb_reply));
+	rb_extent_list_add(&l, 512, RB_EXT_DATA | 0x80);
+	rb_reply_extents_encode(buf, &in, l.n);
+	CHECK(rb_reply_decode(buf, len, &out, &why) == 0);
+	CHECK(rb_extents_check(&out, 4096, 512, &why) == RB_EPROTO);
+}
+
 static void
 test_list(void)
 {
@@ -538,6 +634,7 @@ main(void)
 	test_request();
 	test_validate();
 	test_reply();
+	test_block_status();
 	test_list();
 	test_names_and_errors();
 	test_peek();
