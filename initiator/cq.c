@@ -117,7 +117,19 @@ handle_recv_locked(struct rb_conn *conn, uint32_t index, uint32_t len,
 		rb_log(RB_LOG_ERROR, "%s:%u: rejected a reply with a stale or "
 		       "unknown tag %#llx", conn->cfg.host, conn->cfg.port,
 		       (unsigned long long)rep.tag);
+	} else if (rep.nextents > 0 && (s->opcode != RB_OP_BLOCK_STATUS ||
+		   (size_t)rep.nextents * sizeof(struct rb_extent) > conn->exp.max_io)) {
+		rb_log(RB_LOG_ERROR, "%s:%u: bad reply: %u extents in the reply to a %s",
+		       conn->cfg.host, conn->cfg.port, rep.nextents,
+		       rb_opcode_name(s->opcode));
+		rb_conn_mark_dead_locked(conn, "protocol violation");
 	} else {
+		/* The extents leave the receive buffer before it is reposted:
+		 * the slot's data buffer holds them for its owner. */
+		if (rep.nextents > 0) {
+			memcpy(s->data, rep.extents, (size_t)rep.nextents * sizeof(struct rb_extent));
+			rep.extents = s->data;
+		}
 		s->rep = rep;
 		/* Killed by the reply (SEND_WITH_INV of exactly this key)?
 		 * Otherwise the state machine has us invalidate it. */

@@ -395,6 +395,11 @@ struct rb_io {
 	int         direct;     /* rbuf/wbuf lie in conn->direct_mr: no copy */
 	uint64_t    deadline_ns; /* when its owner gives up: its ttl */
 	uint8_t     rep_flags;  /* out: RB_REP_* */
+	/* BLOCK_STATUS: room for ext_max extents, ext_n filled (checked
+	 * against the range: rb_extents_check). */
+	struct rb_extent_info *ext;
+	unsigned    ext_max;
+	unsigned    ext_n;
 };
 /* Post a request SEND for slot s (and its window's BIND ahead of it);
  * under conn->lock or by its owner.  0 or -errno. */

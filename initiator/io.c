@@ -157,6 +157,45 @@ no_data_op(struct rb_client *c, uint8_t opcode, uint16_t req_flags, int fua,
 }
 
 int
+rb_block_status(struct rb_client *c, uint64_t len, uint64_t off,
+		struct rb_extent_info *ext, unsigned max, unsigned *n)
+{
+	const struct rb_export_desc *d = rb_client_export(c);
+	uint64_t mb = d->min_block, start, end;
+	/* The largest aligned length the request's 32 bits hold. */
+	uint64_t most = (UINT32_MAX / mb) * mb;
+	struct rb_io io;
+	int r;
+
+	*n = 0;
+	if (!(d->flags & RB_EXP_EXTENTS)) {
+		rb_log(RB_LOG_ERROR, "block status: the target does not answer it "
+		       "for this export (no EXTENTS flag)");
+		return -ENOTSUP;
+	}
+	if (len == 0 || max == 0 || off >= d->size || len > d->size - off) {
+		rb_log(RB_LOG_ERROR, "block status %llu@%llu: empty, or not within "
+		       "the export's %llu bytes", (unsigned long long)len,
+		       (unsigned long long)off, (unsigned long long)d->size);
+		return -EINVAL;
+	}
+	start = off - off % mb;
+	end = off + len;
+	end = end % mb == 0 ? end : end + (mb - end % mb);
+	memset(&io, 0, sizeof(io));
+	io.opcode = RB_OP_BLOCK_STATUS;
+	io.offset = start;
+	io.length = (uint32_t)(end - start > most ? most : end - start);
+	io.ext = ext;
+	io.ext_max = max;
+	r = rb_client_submit(c, &io);
+	if (r < 0)
+		return r;
+	*n = io.ext_n;
+	return 0;
+}
+
+int
 rb_trim(struct rb_client *c, uint64_t len, uint64_t off, unsigned flags)
 {
 	return no_data_op(c, RB_OP_TRIM, 0, (flags & RB_IO_FUA) != 0, len, off);

@@ -149,6 +149,16 @@ int rb_flush(struct rb_client *c);
 int rb_trim(struct rb_client *c, uint64_t len, uint64_t off, unsigned flags);
 int rb_zero(struct rb_client *c, uint64_t len, uint64_t off, unsigned flags);
 
+/* Block status, for an export whose flags have RB_EXP_EXTENTS (else
+ * -ENOTSUP): the allocation of [off, off + len), rounded out to min_block
+ * and within the export (else -EINVAL), as extents (struct rb_extent_info
+ * and RB_EXT_* in protocol.h) that start at the rounded-down off, follow
+ * each other and cover a prefix of the range: at least one, at most max
+ * (and RB_EXTENTS_MAX, and 4 GiB, per call).  *n says how many. */
+struct rb_extent_info;
+int rb_block_status(struct rb_client *c, uint64_t len, uint64_t off,
+		    struct rb_extent_info *ext, unsigned max, unsigned *n);
+
 /* Asynchronous requests, for a caller that must not block per request (a
  * ublk queue thread).  One thread drives a client asynchronously: it
  * submits, polls rb_aio_fd() for readiness and reaps its own completions;

@@ -168,11 +168,32 @@ rb_conn_post(struct rb_conn *conn, struct rb_slot *s, const struct rb_io *io)
 	return -EAGAIN;
 }
 
+/* A BLOCK_STATUS reply's extents, from the slot's buffer into io (before
+ * the slot is released): 0, or -1 for extents that break the protocol. */
+static int
+take_extents(const struct rb_conn *conn, struct rb_io *io, const struct rb_rep_info *rep)
+{
+	const char *why = "";
+	unsigned i;
+
+	if (rb_extents_check(rep, io->length, conn->exp.min_block, &why) != RB_OK) {
+		rb_log(RB_LOG_ERROR, "%s:%u: bad reply to BLOCK_STATUS %u@%llu: %s",
+		       conn->cfg.host, conn->cfg.port, io->length,
+		       (unsigned long long)io->offset, why);
+		return -1;
+	}
+	io->ext_n = rep->nextents < io->ext_max ? rep->nextents : io->ext_max;
+	for (i = 0; i < io->ext_n; i++)
+		rb_extent_get(rep, i, &io->ext[i]);
+	return 0;
+}
+
 int
 rb_conn_finish(struct rb_conn *conn, struct rb_slot *s, struct rb_io *io)
 {
 	struct rb_rep_info rep;
 	unsigned todo;
+	int bad = 0;
 
 	/* DONE: nothing writes the slot's reply or data any more (RC
 	 * ordering: the reply's arrival implies the RDMA WRITE landed, and
@@ -181,6 +202,8 @@ rb_conn_finish(struct rb_conn *conn, struct rb_slot *s, struct rb_io *io)
 	if (io->opcode == RB_OP_READ && rep.error == RB_OK && s->direct == NULL)
 		copy_timed(conn, io->rbuf, (char *)s->data + io->copy_off,
 			   io->copy_len);
+	if (io->opcode == RB_OP_BLOCK_STATUS && rep.error == RB_OK)
+		bad = take_extents(conn, io, &rep);
 
 	pthread_mutex_lock(&conn->lock);
 	todo = rb_slot_event_locked(conn, s, RB_SLOT_EV_OWNER_DONE);
@@ -212,6 +235,12 @@ rb_conn_finish(struct rb_conn *conn, struct rb_slot *s, struct rb_io *io)
 		       (unsigned long long)io->offset, rb_reason(rep.error),
 		       rb_error_name(rep.error));
 		return -rb_error_to_errno(rep.error);
+	}
+	if (bad) {
+		pthread_mutex_lock(&conn->lock);
+		rb_conn_mark_dead_locked(conn, "protocol violation");
+		pthread_mutex_unlock(&conn->lock);
+		return -EIO;
 	}
 	return 0;
 }

@@ -505,6 +505,42 @@ rdmaplug_zero(void *handle, uint32_t count, uint64_t offset, uint32_t flags)
 	return result(rb_zero(h->client, count, offset, rf));
 }
 
+/* Block status: nbdkit answers NBD_CMD_BLOCK_STATUS ("base:allocation")
+ * with what the target says, so that qemu-img and nbdcopy skip holes. */
+static int
+rdmaplug_can_extents(void *handle)
+{
+	return has(handle, RB_EXP_EXTENTS);
+}
+
+static int
+rdmaplug_extents(void *handle, uint32_t count, uint64_t offset, uint32_t flags,
+		 struct nbdkit_extents *extents)
+{
+	struct handle *h = handle;
+	struct rb_extent_info ext[RB_EXTENTS_MAX];
+	uint64_t at;
+	unsigned i, n;
+	int r;
+
+	(void)flags;    /* REQ_ONE: nbdkit keeps the first one itself */
+	r = rb_block_status(h->client, count, offset, ext, RB_EXTENTS_MAX, &n);
+	if (r < 0)
+		return result(r);
+	/* The first one starts at offset rounded down to the block size:
+	 * nbdkit clips what lies before offset. */
+	at = offset - offset % h->desc->min_block;
+	for (i = 0; i < n; i++) {
+		uint32_t type = (ext[i].flags & RB_EXT_HOLE ? NBDKIT_EXTENT_HOLE : 0) |
+				(ext[i].flags & RB_EXT_ZERO ? NBDKIT_EXTENT_ZERO : 0);
+
+		if (nbdkit_add_extent(extents, at, ext[i].length, type) < 0)
+			return -1;
+		at += ext[i].length;
+	}
+	return 0;
+}
+
 static struct nbdkit_plugin plugin = {
 	.name               = "rdma",
 	.longname           = "nbdkit rdmablk (RDMA block device) plugin",
@@ -534,6 +570,8 @@ static struct nbdkit_plugin plugin = {
 	.can_fast_zero      = rdmaplug_can_fast_zero,
 	.can_multi_conn     = rdmaplug_can_multi_conn,
 	.can_cache          = rdmaplug_can_cache,
+	.can_extents        = rdmaplug_can_extents,
+	.extents            = rdmaplug_extents,
 	.pread              = rdmaplug_pread,
 	.pwrite             = rdmaplug_pwrite,
 	.flush              = rdmaplug_flush,
