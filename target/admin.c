@@ -14,27 +14,16 @@
 
 #include "admin.h"
 #include "log.h"
+#include "reqserv.h"
 #include "stats.h"
 #include "target.h"
 
-struct admin_client {
-	struct ep_handler eh;       /* EP_ADMIN_CLIENT */
-	int fd;                     /* -1: the slot is free */
-	uint64_t deadline_ns;
-	char in[ADMIN_REQUEST_MAX];
-	size_t inlen;
-	char *out;                  /* the reply, once the request is in */
-	size_t outlen, outoff;
-};
-
 struct admin {
-	struct ep_handler eh;       /* EP_ADMIN */
-	int fd;
+	struct reqserv *srv;
+	int fd;                     /* until the server owns it */
 	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
 	dev_t dev;                  /* of the socket we bound, to unlink only ours */
 	ino_t ino;
-	unsigned nclients;
-	struct admin_client clients[ADMIN_MAX_CLIENTS];
 };
 
 int
@@ -137,12 +126,72 @@ out_close:
 	return -1;
 }
 
+/* Root (or our own user) only: the mode already keeps others out; say so
+ * when it did not. */
+static int
+admin_admit(int fd)
+{
+	struct ucred cred;
+	socklen_t clen = sizeof(cred);
+
+	memset(&cred, 0, sizeof(cred));
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) < 0 ||
+	    (cred.uid != 0 && cred.uid != geteuid())) {
+		log_warnx("admin socket: refused a client of uid %d", (int)cred.uid);
+		return -1;
+	}
+	return 0;
+}
+
+static int
+admin_complete(const char *buf, size_t len)
+{
+	return memchr(buf, '\n', len) != NULL;
+}
+
+static int
+set_reply(const char *text, char **out, size_t *outlen)
+{
+	*out = strdup(text);
+	if (*out == NULL)
+		return -1;
+	*outlen = strlen(text);
+	return 0;
+}
+
+/* The request line is in: build the reply. */
+static int
+admin_reply(struct target *t, char *line, size_t len, char **out, size_t *outlen)
+{
+	char *end = strchr(line, '\n');
+
+	if (end != NULL)
+		*end = '\0';
+	len = strlen(line);
+	while (len > 0 && (line[len - 1] == '\r' || line[len - 1] == ' '))
+		line[--len] = '\0';
+	if (strcmp(line, "stats") == 0 || strcmp(line, "stats human") == 0) {
+		if (stats_render(t, line[5] != '\0', ADMIN_REPLY_MAX, out, outlen) == 0)
+			return 0;
+		log_warnx("admin socket: the statistics exceed %u bytes", ADMIN_REPLY_MAX);
+		return set_reply("{\"error\": \"reply too large\"}\n", out, outlen);
+	}
+	return set_reply("{\"error\": \"unknown request (try \\\"stats\\\" or "
+			 "\\\"stats human\\\")\"}\n", out, outlen);
+}
+
+static const struct reqserv_ops admin_ops = {
+	.name = "admin socket",
+	.admit = admin_admit,
+	.complete = admin_complete,
+	.reply = admin_reply,
+};
+
 int
 admin_start(struct target *t)
 {
 	struct admin *a;
 	char why[128];
-	unsigned i;
 
 	if (t->cfg->admin_socket[0] == '\0')
 		return 0;                /* admin-socket = none */
@@ -153,17 +202,13 @@ admin_start(struct target *t)
 	}
 	a->fd = -1;
 	snprintf(a->path, sizeof(a->path), "%s", t->cfg->admin_socket);
-	for (i = 0; i < ADMIN_MAX_CLIENTS; i++) {
-		a->clients[i].fd = -1;
-		a->clients[i].eh.type = EP_ADMIN_CLIENT;
-		a->clients[i].eh.obj = &a->clients[i];
-	}
 	if (admin_bind(a, why, sizeof(why)) < 0)
 		goto out_fail;
-	if (ep_watch(t->epfd, a->fd, EPOLLIN, &a->eh, EP_ADMIN, a) < 0) {
-		snprintf(why, sizeof(why), "epoll_ctl: %s", strerror(errno));
+	a->srv = reqserv_create(t, a->fd, &admin_ops, ADMIN_MAX_CLIENTS, ADMIN_REQUEST_MAX,
+				ADMIN_CLIENT_TIMEOUT_MS);
+	if (a->srv == NULL) {
+		snprintf(why, sizeof(why), "cannot serve it");
 		unlink(a->path);
-		close(a->fd);
 		goto out_fail;
 	}
 	t->admin = a;
@@ -181,34 +226,15 @@ out_fail:
 	return 0;
 }
 
-static void
-client_drop(struct target *t, struct admin_client *cl)
-{
-	struct admin *a = t->admin;
-
-	epoll_ctl(t->epfd, EPOLL_CTL_DEL, cl->fd, NULL);
-	close(cl->fd);
-	cl->fd = -1;
-	free(cl->out);
-	cl->out = NULL;
-	cl->inlen = cl->outlen = cl->outoff = 0;
-	a->nclients--;
-}
-
 void
 admin_stop(struct target *t)
 {
 	struct admin *a = t->admin;
 	struct stat st;
-	unsigned i;
 
 	if (a == NULL)
 		return;
-	for (i = 0; i < ADMIN_MAX_CLIENTS; i++)
-		if (a->clients[i].fd >= 0)
-			client_drop(t, &a->clients[i]);
-	epoll_ctl(t->epfd, EPOLL_CTL_DEL, a->fd, NULL);
-	close(a->fd);
+	reqserv_destroy(t, a->srv);
 	/* Unlink only the socket we bound, not a successor's. */
 	if (stat(a->path, &st) == 0 && st.st_dev == a->dev && st.st_ino == a->ino)
 		unlink(a->path);
@@ -216,189 +242,9 @@ admin_stop(struct target *t)
 	t->admin = NULL;
 }
 
-static void
-admin_accept(struct target *t)
-{
-	struct admin *a = t->admin;
-	struct admin_client *cl;
-	struct ucred cred;
-	socklen_t clen;
-	unsigned i, n;
-	int fd;
-
-	for (n = 0; n < ADMIN_MAX_CLIENTS; n++) {
-		fd = accept4(a->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-		if (fd < 0) {
-			if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR &&
-			    errno != ECONNABORTED)
-				log_warn("admin socket: accept");
-			return;
-		}
-		/* The mode already keeps others out; say so when it did not. */
-		memset(&cred, 0, sizeof(cred));
-		clen = sizeof(cred);
-		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) < 0 ||
-		    (cred.uid != 0 && cred.uid != geteuid())) {
-			log_warnx("admin socket: refused a client of uid %d", (int)cred.uid);
-			close(fd);
-			continue;
-		}
-		cl = NULL;
-		for (i = 0; i < ADMIN_MAX_CLIENTS; i++)
-			if (a->clients[i].fd < 0) {
-				cl = &a->clients[i];
-				break;
-			}
-		if (cl == NULL) {
-			log_debug("admin socket: %u clients already; closing a new one",
-				  ADMIN_MAX_CLIENTS);
-			close(fd);
-			continue;
-		}
-		if (ep_watch(t->epfd, fd, EPOLLIN, &cl->eh, EP_ADMIN_CLIENT, cl) < 0) {
-			log_warn("admin socket: epoll_ctl");
-			close(fd);
-			continue;
-		}
-		cl->fd = fd;
-		cl->inlen = cl->outlen = cl->outoff = 0;
-		cl->deadline_ns = rb_now_ns() + ADMIN_CLIENT_TIMEOUT_MS * 1000000ull;
-		a->nclients++;
-	}
-}
-
-static int
-set_reply(struct admin_client *cl, const char *text)
-{
-	cl->out = strdup(text);
-	if (cl->out == NULL)
-		return -1;
-	cl->outlen = strlen(text);
-	return 0;
-}
-
-/* The request line is in: build the reply. */
-static int
-client_request(struct target *t, struct admin_client *cl)
-{
-	char *line = cl->in, *end;
-	size_t len;
-
-	cl->in[cl->inlen < sizeof(cl->in) ? cl->inlen : sizeof(cl->in) - 1] = '\0';
-	end = strchr(line, '\n');
-	if (end != NULL)
-		*end = '\0';
-	len = strlen(line);
-	while (len > 0 && (line[len - 1] == '\r' || line[len - 1] == ' '))
-		line[--len] = '\0';
-	if (strcmp(line, "stats") == 0 || strcmp(line, "stats human") == 0) {
-		if (stats_render(t, line[5] != '\0', ADMIN_REPLY_MAX, &cl->out,
-				 &cl->outlen) == 0)
-			return 0;
-		log_warnx("admin socket: the statistics exceed %u bytes", ADMIN_REPLY_MAX);
-		return set_reply(cl, "{\"error\": \"reply too large\"}\n");
-	}
-	return set_reply(cl, "{\"error\": \"unknown request (try \\\"stats\\\" or "
-			 "\\\"stats human\\\")\"}\n");
-}
-
-/* Send what the socket takes; 1 when done, 0 to wait, -1 on error. */
-static int
-client_write(struct admin_client *cl)
-{
-	ssize_t n;
-
-	while (cl->outoff < cl->outlen) {
-		n = send(cl->fd, cl->out + cl->outoff, cl->outlen - cl->outoff,
-			 MSG_NOSIGNAL | MSG_DONTWAIT);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : -1;
-		}
-		cl->outoff += (size_t)n;
-	}
-	return 1;
-}
-
-static void
-client_event(struct target *t, struct admin_client *cl, uint32_t events)
-{
-	struct epoll_event ev;
-	ssize_t n;
-	int rc;
-
-	if (cl->out == NULL) {
-		for (;;) {
-			/* Keep one byte for the NUL client_request adds. */
-			n = read(cl->fd, cl->in + cl->inlen, sizeof(cl->in) - 1 - cl->inlen);
-			if (n < 0 && errno == EINTR)
-				continue;
-			if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
-				return;
-			if (n < 0) {
-				client_drop(t, cl);
-				return;
-			}
-			cl->inlen += (size_t)n;
-			if (n == 0 || memchr(cl->in, '\n', cl->inlen) != NULL)
-				break;
-			if (cl->inlen == sizeof(cl->in) - 1) {
-				log_debug("admin socket: request line too long");
-				client_drop(t, cl);
-				return;
-			}
-		}
-		if (cl->inlen == 0 || client_request(t, cl) < 0) {
-			client_drop(t, cl);
-			return;
-		}
-	} else if (events & (EPOLLERR | EPOLLHUP)) {
-		client_drop(t, cl);
-		return;
-	}
-	rc = client_write(cl);
-	if (rc != 0) {
-		client_drop(t, cl);      /* done, or the client went away */
-		return;
-	}
-	/* The socket buffer is full: wait until the client reads. */
-	memset(&ev, 0, sizeof(ev));
-	ev.events = EPOLLOUT;
-	ev.data.ptr = &cl->eh;
-	if (epoll_ctl(t->epfd, EPOLL_CTL_MOD, cl->fd, &ev) < 0)
-		client_drop(t, cl);
-}
-
-void
-admin_handle(struct target *t, struct ep_handler *eh, uint32_t events)
-{
-	if (t->admin == NULL)
-		return;
-	if (eh->type == EP_ADMIN)
-		admin_accept(t);
-	else
-		client_event(t, eh->obj, events);
-}
-
 void
 admin_expire(struct target *t)
 {
-	struct admin *a = t->admin;
-	uint64_t now;
-	unsigned i;
-
-	if (a == NULL || a->nclients == 0)
-		return;
-	now = rb_now_ns();
-	for (i = 0; i < ADMIN_MAX_CLIENTS; i++) {
-		struct admin_client *cl = &a->clients[i];
-
-		if (cl->fd >= 0 && now > cl->deadline_ns) {
-			log_debug("admin socket: dropped a client that %s in %u ms",
-				  cl->out == NULL ? "sent no request" : "did not read its reply",
-				  ADMIN_CLIENT_TIMEOUT_MS);
-			client_drop(t, cl);
-		}
-	}
+	if (t->admin != NULL)
+		reqserv_expire(t, t->admin->srv);
 }

@@ -20,14 +20,12 @@
 #define ADMIN_CLIENT_TIMEOUT_MS  5000
 
 struct target;
-struct ep_handler;
 struct sockaddr_un;
 
 /* Start serving t->cfg->admin_socket.  Returns -1 when a socket named in
  * the config cannot be served; the default one only gets a warning. */
 int  admin_start(struct target *t);
 void admin_stop(struct target *t);
-void admin_handle(struct target *t, struct ep_handler *eh, uint32_t events);
 /* After each event-loop round: drop clients past their deadline. */
 void admin_expire(struct target *t);
 

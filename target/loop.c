@@ -21,6 +21,7 @@
 #include "loops.h"
 #include "memlock.h"
 #include "rbd.h"
+#include "reqserv.h"
 #include "request.h"
 #include "target.h"
 
@@ -205,9 +206,9 @@ loop_dispatch(struct loop *l, struct epoll_event *ev)
 	case EP_RBD:
 		rbd_backing_reap(eh->obj);
 		break;
-	case EP_ADMIN:
-	case EP_ADMIN_CLIENT:
-		admin_handle(t, eh, ev->events);
+	case EP_REQSERV:
+	case EP_REQSERV_CLIENT:
+		reqserv_handle(t, eh, ev->events);
 		break;
 	}
 }

@@ -12,118 +12,11 @@
 #include "conn.h"
 #include "loops.h"
 #include "rbd.h"
-#include "stats.h"
+#include "sbuf.h"
+#include "stats-snapshot.h"
 #include "target.h"
 
-/* ---- a bounded string builder ---- */
-
-struct sbuf {
-	char *p;
-	size_t len, cap, max;
-	int full;                 /* a write did not fit in max */
-};
-
-static void sb_printf(struct sbuf *b, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-
-static void
-sb_printf(struct sbuf *b, const char *fmt, ...)
-{
-	va_list ap;
-	int n;
-
-	if (b->full)
-		return;
-	for (;;) {
-		size_t room = b->cap - b->len;
-		size_t ncap;
-		char *np;
-
-		va_start(ap, fmt);
-		n = vsnprintf(b->p != NULL ? b->p + b->len : NULL, room, fmt, ap);
-		va_end(ap);
-		if (n < 0) {
-			b->full = 1;
-			return;
-		}
-		if ((size_t)n < room) {
-			b->len += (size_t)n;
-			return;
-		}
-		ncap = b->cap ? b->cap : 4096;
-		while (ncap <= b->len + (size_t)n)
-			ncap *= 2;
-		if (ncap > b->max)
-			ncap = b->max;
-		if (ncap <= b->len + (size_t)n || (np = realloc(b->p, ncap)) == NULL) {
-			b->full = 1;
-			return;
-		}
-		b->p = np;
-		b->cap = ncap;
-	}
-}
-
-/* A JSON string: quotes, backslashes and control bytes escaped.  Other
- * bytes pass through (names and paths are the admin's own). */
-static void
-sb_json_str(struct sbuf *b, const char *s)
-{
-	sb_printf(b, "\"");
-	for (; *s != '\0' && !b->full; s++) {
-		unsigned char ch = (unsigned char)*s;
-
-		if (ch == '"' || ch == '\\')
-			sb_printf(b, "\\%c", ch);
-		else if (ch < 0x20 || ch == 0x7f)
-			sb_printf(b, "\\u%04x", ch);
-		else
-			sb_printf(b, "%c", ch);
-	}
-	sb_printf(b, "\"");
-}
-
 /* ---- snapshots ---- */
-
-static const char *const op_names[RB_OP__COUNT] = {
-	[RB_OP_READ] = "read", [RB_OP_WRITE] = "write", [RB_OP_FLUSH] = "flush",
-	[RB_OP_TRIM] = "trim", [RB_OP_WRITE_ZEROES] = "zero", [RB_OP_NOP] = "nop",
-	[RB_OP_BLOCK_STATUS] = "block_status",
-};
-
-/* An export's figures: its closed connections plus its live ones. */
-static void
-export_snapshot(struct target *t, struct export *e, struct stats_io *io,
-		uint64_t *in_flight)
-{
-	struct conn *c;
-	unsigned li;
-
-	*io = e->stats;
-	*in_flight = 0;
-	FOR_EACH_CONN(t, li, c) {
-		if (c->exp != e)
-			continue;
-		stats_io_add(io, &c->stats);
-		*in_flight += c->credits_used;
-	}
-}
-
-static void
-total_snapshot(struct target *t, struct stats_io *io, uint64_t *in_flight)
-{
-	struct export *e;
-	struct stats_io one;
-	uint64_t inf;
-
-	*io = t->stats.gone;
-	*in_flight = 0;
-	for (e = t->exports; e != NULL; e = e->next) {
-		export_snapshot(t, e, &one, &inf);
-		stats_io_add(io, &one);
-		*in_flight += inf;
-	}
-}
 
 /* Counters by reason (refusals, revocations): their sum, and the two
  * renderings, a JSON member and a clause of the human table's line. */
@@ -214,7 +107,7 @@ json_io(struct sbuf *b, const struct stats_io *s, uint64_t in_flight, const char
 	for (i = 0; i < RB_OP__COUNT; i++)
 		sb_printf(b, "%s\n%s  \"%s\": {\"count\": %llu, \"errors\": %llu, "
 			  "\"p50\": %llu, \"p99\": %llu, \"max\": %llu, \"sum\": %llu}",
-			  i ? "," : "", ind, op_names[i],
+			  i ? "," : "", ind, stats_op_names[i],
 			  (unsigned long long)o[i].count, (unsigned long long)o[i].errors,
 			  (unsigned long long)stats_percentile_us(&o[i], 50),
 			  (unsigned long long)stats_percentile_us(&o[i], 99),
@@ -273,43 +166,18 @@ json_backing_io(struct target *t, struct sbuf *b)
 		  (unsigned long long)st.worker_jobs, inflight, peak);
 }
 
-/* "owner", "waiting", "none", "lost" (in the target: the RBD module's
- * code is loaded only for RBD exports). */
-static const char *
-imglock_state_name(enum imglock_state s)
-{
-	switch (s) {
-	case IMGLOCK_NONE:    return "none";
-	case IMGLOCK_WAITING: return "waiting";
-	case IMGLOCK_OWNER:   return "owner";
-	case IMGLOCK_LOST:    return "lost";
-	}
-	return "?";
-}
-
-/* An RBD export's lock (its lock thread's figures, under its mutex) and
- * reopens: 1 and st filled, or 0 for a file export. */
-static int
-rbd_figures(const struct export *e, struct rbd_stats *st)
-{
-	if (e->cfg->rbd == NULL)
-		return 0;
-	rbd_backing_get_stats(e->cfg->rbd, st);
-	return 1;
-}
-
 /* ", \"lock\": {...}, \"reopens\": N, \"fenced\": S"; nothing for a file export. */
 static void
 json_rbd_lock(struct sbuf *b, const struct export *e)
 {
 	struct rbd_stats st;
 
-	if (!rbd_figures(e, &st))
+	if (!stats_rbd_figures(e, &st))
 		return;
 	sb_printf(b, ",\n      \"lock\": {\"state\": \"%s\", \"acquired\": %llu, "
 		  "\"takeovers\": %llu, \"lost\": %llu, \"breaks\": %llu},\n"
 		  "      \"reopens\": %llu, \"fenced\": ",
-		  imglock_state_name(st.lock.state), (unsigned long long)st.lock.acquired,
+		  stats_imglock_state_name(st.lock.state), (unsigned long long)st.lock.acquired,
 		  (unsigned long long)st.lock.takeovers, (unsigned long long)st.lock.lost,
 		  (unsigned long long)st.lock.breaks, (unsigned long long)st.reopens);
 	sb_json_str(b, st.fenced);
@@ -340,7 +208,7 @@ json_render(struct target *t, struct sbuf *b)
 	json_backing_io(t, b);
 	loops_json(t, b);
 
-	total_snapshot(t, &io, &inf);
+	stats_total_snapshot(t, &io, &inf);
 	sb_printf(b, "  \"total\": {\n    ");
 	json_io(b, &io, inf, "    ");
 	sb_printf(b, "\n  },\n  \"exports\": [");
@@ -350,7 +218,7 @@ json_render(struct target *t, struct sbuf *b)
 		struct flusher_stats fs;
 
 		export_flusher_stats(e, &fs);
-		export_snapshot(t, e, &io, &inf);
+		stats_export_snapshot(t, e, &io, &inf);
 		sb_printf(b, "%s\n    {\"name\": ", first ? "" : ",");
 		sb_json_str(b, e->cfg->name);
 		sb_printf(b, ", \"path\": ");
@@ -446,7 +314,7 @@ human_latency(struct sbuf *b, const char *name, const struct stats_io *s)
 
 		if (o->count == 0)
 			continue;
-		sb_printf(b, "%-16s %-6s %10llu %8llu %8llu %8llu\n", name, op_names[i],
+		sb_printf(b, "%-16s %-6s %10llu %8llu %8llu %8llu\n", name, stats_op_names[i],
 			  (unsigned long long)o->count,
 			  (unsigned long long)stats_percentile_us(o, 50),
 			  (unsigned long long)stats_percentile_us(o, 99),
@@ -459,10 +327,10 @@ human_rbd_lock(struct sbuf *b, const struct export *e)
 {
 	struct rbd_stats st;
 
-	if (!rbd_figures(e, &st))
+	if (!stats_rbd_figures(e, &st))
 		return;
 	sb_printf(b, "export %s: exclusive lock %s (acquired %llu, taken over %llu, lost %llu, "
-		  "broken %llu)\n", e->cfg->name, imglock_state_name(st.lock.state),
+		  "broken %llu)\n", e->cfg->name, stats_imglock_state_name(st.lock.state),
 		  (unsigned long long)st.lock.acquired, (unsigned long long)st.lock.takeovers,
 		  (unsigned long long)st.lock.lost, (unsigned long long)st.lock.breaks);
 	if (st.reopens != 0)
@@ -516,10 +384,10 @@ human_render(struct target *t, struct sbuf *b)
 	sb_printf(b, io_header, "EXPORT", "INFL", "READS", "WRITES", "FLUSHES", "TRIMS",
 		  "ZEROES", "NOPS", "READ", "WRITTEN", "ERRORS");
 	for (e = t->exports; e != NULL; e = e->next) {
-		export_snapshot(t, e, &io, &inf);
+		stats_export_snapshot(t, e, &io, &inf);
 		human_io_row(b, e->cfg->name, &io, inf);
 	}
-	total_snapshot(t, &io, &inf);
+	stats_total_snapshot(t, &io, &inf);
 	human_io_row(b, "(total)", &io, inf);
 
 	for (e = t->exports; e != NULL; e = e->next)
@@ -549,7 +417,7 @@ human_render(struct target *t, struct sbuf *b)
 	sb_printf(b, "\n%-16s %-6s %10s %8s %8s %8s\n", "LATENCY (us)", "OP", "COUNT",
 		  "P50", "P99", "MAX");
 	for (e = t->exports; e != NULL; e = e->next) {
-		export_snapshot(t, e, &io, &inf);
+		stats_export_snapshot(t, e, &io, &inf);
 		human_latency(b, e->cfg->name, &io);
 	}
 
@@ -578,13 +446,5 @@ stats_render(struct target *t, int human, size_t max, char **out, size_t *len)
 	else
 		json_render(t, &b);
 	loops_start_world(t);
-	if (b.full || b.p == NULL) {
-		free(b.p);
-		*out = NULL;
-		*len = 0;
-		return -1;
-	}
-	*out = b.p;
-	*len = b.len;
-	return 0;
+	return sb_take(&b, out, len);
 }

@@ -32,8 +32,8 @@ enum ep_type {
 	EP_COMP,        /* one connection's completion channel */
 	EP_IOQ,         /* backing I/O completions: the ring's and the workers' eventfds */
 	EP_SIGNAL,      /* signalfd */
-	EP_ADMIN,       /* the admin socket (admin.c) */
-	EP_ADMIN_CLIENT, /* one admin client */
+	EP_REQSERV,     /* the admin socket or the metrics listener (reqserv.h) */
+	EP_REQSERV_CLIENT, /* one of their clients */
 	EP_RBD,         /* an RBD export's librbd completions (rbd.h) */
 	EP_WAKE,        /* a loop's wake eventfd (loops.h) */
 };
