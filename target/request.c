@@ -57,8 +57,42 @@ req_start(struct req *r, struct recv_buf *rb)
 	r->send_slots = 0;
 	r->data_orphan = 0;
 	r->start_ns = r->c->t->cfg->stats ? rb_now_ns() : 0;
+	r->t_data = r->t_backing = r->t_flush = 0;
 	r->c->active++;
 	req_process(r);
+}
+
+/* A stage of r ended now: the first time only, and only with stats on. */
+static void
+req_stamp(const struct req *r, uint64_t *at)
+{
+	if (r->start_ns != 0 && *at == 0)
+		*at = rb_now_ns();
+}
+
+/* Its reply completed: the time of each stage it went through
+ * (stats.h, enum stats_stage), into its connection's figures. */
+static void
+req_stages(struct req *r)
+{
+	const uint64_t ends[] = {
+		[STATS_STAGE_DATA] = r->t_data,
+		[STATS_STAGE_BACKING_WRITE] = r->t_backing,
+		[STATS_STAGE_FLUSH] = r->t_flush,
+	};
+	uint64_t prev = r->start_ns, now;
+	unsigned st;
+
+	if (r->start_ns == 0)
+		return;
+	for (st = 0; st < sizeof(ends) / sizeof(ends[0]); st++) {
+		if (ends[st] == 0)
+			continue;
+		stats_stage(&r->c->stats, r->info.opcode, st, ends[st] - prev);
+		prev = ends[st];
+	}
+	now = rb_now_ns();
+	stats_stage(&r->c->stats, r->info.opcode, STATS_STAGE_REPLY, now - prev);
 }
 
 int
@@ -226,7 +260,7 @@ req_reply(struct req *r)
 		conn_queue_send(c, wr_rep, wr_rep);
 	}
 	if (r->start_ns != 0)
-		stats_reply(&c->stats, r->info.opcode, r->info.length, rep.error == RB_OK,
+		stats_reply(&c->stats, r->info.opcode, r->info.length, rep.error,
 			    r->start_ns);
 	return with_data ? REQ_TRANSFERRING_TO_HOST : REQ_REPLYING;
 }
@@ -346,10 +380,14 @@ req_process(struct req *r)
 				r->status = RB_EIO;
 				r->state = REQ_READY_TO_REPLY;
 			} else {
+				req_stamp(r, &r->t_data);
 				r->state = REQ_READY_TO_EXECUTE;
 			}
 			break;
 		case REQ_READY_TO_EXECUTE:
+			/* An inline WRITE's data came with it. */
+			if (r->info.opcode == RB_OP_WRITE)
+				req_stamp(r, &r->t_data);
 			r->state = req_execute(r);
 			break;
 		case REQ_EXECUTING:
@@ -357,11 +395,14 @@ req_process(struct req *r)
 				r->state = req_job_returned(r);
 			break;
 		case REQ_EXECUTED:
+			req_stamp(r, is_write_type(r->info.opcode) ? &r->t_backing : &r->t_data);
 			r->state = req_executed(r);
 			break;
 		case REQ_DURABILITY_WAIT:
-			if (job_back_take(r))
+			if (job_back_take(r)) {
+				req_stamp(r, &r->t_flush);
 				r->state = req_synced(r);
+			}
 			break;
 		case REQ_READY_TO_REPLY:
 		case REQ_NEED_SQ_REPLY:
@@ -369,8 +410,10 @@ req_process(struct req *r)
 			break;
 		case REQ_TRANSFERRING_TO_HOST:
 		case REQ_REPLYING:
-			if (r->wr_pending == 0)
+			if (r->wr_pending == 0) {
+				req_stages(r);
 				r->state = REQ_COMPLETED;
+			}
 			break;
 		case REQ_COMPLETED:
 			req_release(r);

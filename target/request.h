@@ -68,6 +68,8 @@ struct req {
 	int data_orphan;            /* the RDMA WRITE was posted, its SEND was not:
 	                             * the WRITE's (flush) completion frees it */
 	uint64_t start_ns;          /* for its latency; 0 with stats = no */
+	/* When its stages ended (stats.h, enum stats_stage); 0: not (yet) */
+	uint64_t t_data, t_backing, t_flush;
 	uint64_t start_by_ns;       /* its ttl: no backing I/O starts after; 0: none */
 	uint8_t reply[sizeof(struct rb_reply)];
 };

@@ -33,9 +33,25 @@ stats_io_add(struct stats_io *dst, const struct stats_io *src)
 		for (b = 0; b < STATS_NBUCKETS; b++)
 			d->hist[b] += s->hist[b];
 	}
+	for (i = 0; i < RB_OP__COUNT; i++) {
+		unsigned st;
+
+		for (st = 0; st < STATS_STAGE__COUNT; st++) {
+			struct stats_hist *d = &dst->stage[i][st];
+			const struct stats_hist *s = &src->stage[i][st];
+
+			d->count += s->count;
+			d->sum_ns += s->sum_ns;
+			for (b = 0; b < STATS_NBUCKETS; b++)
+				d->hist[b] += s->hist[b];
+		}
+	}
+	for (i = 0; i < STATS_ERR__COUNT; i++)
+		dst->errors_by[i] += src->errors_by[i];
 	dst->reads_cached += src->reads_cached;
 	dst->writes_cached += src->writes_cached;
 }
+
 
 uint64_t
 stats_percentile_us(const struct stats_op *o, unsigned pct)
@@ -130,6 +146,24 @@ const char *const stats_probe_names[STATS_PROBE__COUNT] = {
 	[STATS_PROBE_POSTED]     = "posted",
 	[STATS_PROBE_FAILED]     = "failed",
 	[STATS_PROBE_UNANSWERED] = "unanswered",
+};
+
+const char *const stats_stage_names[STATS_STAGE__COUNT] = {
+	[STATS_STAGE_DATA]          = "data",
+	[STATS_STAGE_BACKING_WRITE] = "backing_write",
+	[STATS_STAGE_FLUSH]         = "flush",
+	[STATS_STAGE_REPLY]         = "reply",
+};
+
+const char *const stats_error_names[STATS_ERR__COUNT] = {
+	[STATS_ERR_IO]       = "io",
+	[STATS_ERR_NOSPC]    = "nospc",
+	[STATS_ERR_INVALID]  = "invalid",
+	[STATS_ERR_PERM]     = "perm",
+	[STATS_ERR_NOTSUP]   = "notsup",
+	[STATS_ERR_TIMEDOUT] = "timedout",
+	[STATS_ERR_SHUTDOWN] = "shutdown",
+	[STATS_ERR_OTHER]    = "other",
 };
 
 void

@@ -3,8 +3,9 @@
  * Every counter lives in a fixed-size struct embedded in its owner (struct
  * conn, struct export, struct target) and is updated on the event-loop
  * thread only: no atomics, no locks, no allocation per request.  The one
- * per-request cost is two clock reads and a few increments, and `stats = no`
- * skips even those.
+ * per-request cost is a clock read at its start, one at the end of each
+ * stage it goes through (two to five in all) and a few increments, and
+ * `stats = no` skips even those.
  *
  * A connection counts its own requests.  When it closes, its counters are
  * added to its export's; an export's figures are that sum plus its live
@@ -35,9 +36,49 @@ struct stats_op {
 	uint64_t hist[STATS_NBUCKETS];
 };
 
-/* Indexed by RB_OP_* (READ, WRITE, FLUSH, TRIM, WRITE_ZEROES, NOP). */
+/* Where a request spends its time, stage by stage (request.c stamps
+ * them): each stage's own duration, from the end of the one before it (the
+ * first from the request's start).
+ *   DATA           the data is placed: a WRITE's RDMA READ (an inline one's
+ *                  data came with it), a READ's backing read
+ *   BACKING_WRITE  a WRITE's, TRIM's or WRITE_ZEROES's backing write
+ *   FLUSH          its fdatasync (a FLUSH, or a write that must be durable)
+ *   REPLY          until the reply's SEND completed (a READ's RDMA WRITE
+ *                  of its data with it)
+ * A request counts only in the stages it went through. */
+enum stats_stage {
+	STATS_STAGE_DATA,
+	STATS_STAGE_BACKING_WRITE,
+	STATS_STAGE_FLUSH,
+	STATS_STAGE_REPLY,
+	STATS_STAGE__COUNT
+};
+
+struct stats_hist {
+	uint64_t count;
+	uint64_t sum_ns;
+	uint64_t hist[STATS_NBUCKETS];    /* log2 microseconds, as latency's */
+};
+
+/* Failed replies by their error, a bounded set of kinds. */
+enum stats_error {
+	STATS_ERR_IO,                 /* EIO: the backing store or the transfer */
+	STATS_ERR_NOSPC,              /* ENOSPC */
+	STATS_ERR_INVALID,            /* EINVAL, EOVERFLOW: a malformed request */
+	STATS_ERR_PERM,               /* EPERM: a write to a read-only export */
+	STATS_ERR_NOTSUP,             /* ENOTSUP */
+	STATS_ERR_TIMEDOUT,           /* ETIMEDOUT: not started within its ttl */
+	STATS_ERR_SHUTDOWN,           /* ESHUTDOWN: stopping, or fenced off an image */
+	STATS_ERR_OTHER,
+	STATS_ERR__COUNT
+};
+
+/* Indexed by RB_OP_* (READ, WRITE, FLUSH, TRIM, WRITE_ZEROES, NOP,
+ * BLOCK_STATUS). */
 struct stats_io {
 	struct stats_op op[RB_OP__COUNT];
+	struct stats_hist stage[RB_OP__COUNT][STATS_STAGE__COUNT];
+	uint64_t errors_by[STATS_ERR__COUNT];
 	uint64_t reads_cached;        /* READs served from the page cache on the event
 	                               * loop (preadv2 RWF_NOWAIT), before any io_uring
 	                               * or worker trip */
@@ -112,8 +153,24 @@ stats_bucket(uint64_t ns)
 	return b < STATS_NBUCKETS ? b : STATS_NBUCKETS - 1;
 }
 
+static inline enum stats_error
+stats_error_kind(uint16_t err)
+{
+	switch (err) {
+	case RB_EIO:       return STATS_ERR_IO;
+	case RB_ENOSPC:    return STATS_ERR_NOSPC;
+	case RB_EINVAL:
+	case RB_EOVERFLOW: return STATS_ERR_INVALID;
+	case RB_EPERM:     return STATS_ERR_PERM;
+	case RB_ENOTSUP:   return STATS_ERR_NOTSUP;
+	case RB_ETIMEDOUT: return STATS_ERR_TIMEDOUT;
+	case RB_ESHUTDOWN: return STATS_ERR_SHUTDOWN;
+	default:           return STATS_ERR_OTHER;
+	}
+}
+
 static inline void
-stats_reply(struct stats_io *s, uint8_t opcode, uint32_t length, int ok,
+stats_reply(struct stats_io *s, uint8_t opcode, uint32_t length, uint16_t error,
 	    uint64_t start_ns)
 {
 	struct stats_op *o;
@@ -124,14 +181,30 @@ stats_reply(struct stats_io *s, uint8_t opcode, uint32_t length, int ok,
 	o = &s->op[opcode];
 	ns = rb_now_ns() - start_ns;
 	o->count++;
-	if (ok)
+	if (error == RB_OK) {
 		o->bytes += length;
-	else
+	} else {
 		o->errors++;
+		s->errors_by[stats_error_kind(error)]++;
+	}
 	if (ns > o->max_ns)
 		o->max_ns = ns;
 	o->sum_ns += ns;
 	o->hist[stats_bucket(ns)]++;
+}
+
+/* One stage of a request took ns (request.c, when its reply completed). */
+static inline void
+stats_stage(struct stats_io *s, uint8_t opcode, enum stats_stage st, uint64_t ns)
+{
+	struct stats_hist *h;
+
+	if (opcode >= RB_OP__COUNT)
+		return;
+	h = &s->stage[opcode][st];
+	h->count++;
+	h->sum_ns += ns;
+	h->hist[stats_bucket(ns)]++;
 }
 
 /* dst += src */
@@ -139,11 +212,14 @@ void stats_io_add(struct stats_io *dst, const struct stats_io *src);
 /* The latency below which a fraction pct/100 of o's requests fall, in
  * microseconds (a bucket's upper bound, at most the maximum); 0 when empty. */
 uint64_t stats_percentile_us(const struct stats_op *o, unsigned pct);
-/* The names --stats gives each refusal and revocation reason (stats.c). */
+/* The names --stats and the metrics give each refusal and revocation
+ * reason, stage and error kind (stats.c). */
 extern const char *const stats_refusal_names[STATS_REFUSED__COUNT];
 extern const char *const stats_revocation_names[STATS_REVOKED__COUNT];
 extern const char *const stats_reload_names[STATS_RELOAD__COUNT];
 extern const char *const stats_probe_names[STATS_PROBE__COUNT];
+extern const char *const stats_stage_names[STATS_STAGE__COUNT];
+extern const char *const stats_error_names[STATS_ERR__COUNT];
 
 struct target;
 struct conn;

@@ -50,16 +50,29 @@ main(void)
 
 	memset(&a, 0, sizeof(a));
 	memset(&b, 0, sizeof(b));
-	stats_reply(&a, RB_OP_WRITE, 4096, 1, rb_now_ns());
-	stats_reply(&a, RB_OP_WRITE, 512, 0, rb_now_ns());
-	stats_reply(&b, RB_OP_WRITE, 8192, 1, rb_now_ns());
-	stats_reply(&b, RB_OP_READ, 1024, 1, rb_now_ns());
-	stats_reply(&b, RB_OP__COUNT, 1, 1, rb_now_ns());   /* ignored */
+	stats_reply(&a, RB_OP_WRITE, 4096, RB_OK, rb_now_ns());
+	stats_reply(&a, RB_OP_WRITE, 512, RB_ENOSPC, rb_now_ns());
+	stats_reply(&b, RB_OP_WRITE, 8192, RB_OK, rb_now_ns());
+	stats_reply(&b, RB_OP_READ, 1024, RB_OK, rb_now_ns());
+	stats_reply(&b, RB_OP_READ, 1024, RB_EOVERFLOW, rb_now_ns());
+	stats_reply(&b, RB_OP__COUNT, 1, RB_OK, rb_now_ns());   /* ignored */
+	stats_stage(&a, RB_OP_WRITE, STATS_STAGE_BACKING_WRITE, 5000 * 1000);
+	stats_stage(&b, RB_OP_WRITE, STATS_STAGE_BACKING_WRITE, 3 * 1000);
+	stats_stage(&b, RB_OP__COUNT, STATS_STAGE_DATA, 1);      /* ignored */
 	stats_io_add(&a, &b);
 	check(a.op[RB_OP_WRITE].count == 3 && a.op[RB_OP_WRITE].bytes == 12288 &&
 	      a.op[RB_OP_WRITE].errors == 1, "add: counts, bytes of successes, errors");
-	check(a.op[RB_OP_READ].count == 1 && a.op[RB_OP_READ].bytes == 1024,
+	check(a.op[RB_OP_READ].count == 2 && a.op[RB_OP_READ].bytes == 1024,
 	      "add: other opcodes");
+	check(a.errors_by[STATS_ERR_NOSPC] == 1 && a.errors_by[STATS_ERR_INVALID] == 1 &&
+	      a.errors_by[STATS_ERR_IO] == 0, "add: errors by kind");
+	check(a.stage[RB_OP_WRITE][STATS_STAGE_BACKING_WRITE].count == 2 &&
+	      a.stage[RB_OP_WRITE][STATS_STAGE_BACKING_WRITE].sum_ns == 5003000 &&
+	      a.stage[RB_OP_WRITE][STATS_STAGE_BACKING_WRITE].hist[13] == 1 &&
+	      a.stage[RB_OP_WRITE][STATS_STAGE_BACKING_WRITE].hist[2] == 1,
+	      "add: stage histograms (5 ms in bucket 13, 3 us in bucket 2)");
+	check(stats_error_kind(RB_ESHUTDOWN) == STATS_ERR_SHUTDOWN &&
+	      stats_error_kind(RB_EPROTO) == STATS_ERR_OTHER, "error kinds");
 
 	printf("test-stats: %d checks, %d failed\n", checks, failures);
 	return failures ? 1 : 0;
