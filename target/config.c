@@ -192,6 +192,51 @@ static const char *const log_level_names[] = {
 	[LOG_LEVEL_DEBUG] = "debug",
 };
 
+/* metrics-listen = ADDR:PORT, [IPv6]:PORT, or none. */
+static void
+metrics_listen_key(struct parser *p, int line, const char *val)
+{
+	struct config *c = p->c;
+	char host[64];
+	const char *colon, *h = val;
+	size_t hlen;
+	uint64_t port;
+
+	if (strcasecmp(val, "none") == 0) {
+		c->metrics_listen_len = 0;
+		c->metrics_listen_str[0] = '\0';
+		return;
+	}
+	if (*h == '[') {
+		colon = strstr(h, "]:");
+		h++;
+		hlen = colon != NULL ? (size_t)(colon - h) : 0;
+		colon = colon != NULL ? colon + 1 : NULL;
+	} else {
+		colon = strrchr(h, ':');
+		hlen = colon != NULL ? (size_t)(colon - h) : 0;
+		if (colon != NULL && memchr(h, ':', hlen) != NULL)
+			colon = NULL;        /* an IPv6 address goes in brackets */
+	}
+	if (colon == NULL || hlen == 0 || hlen >= sizeof(host) ||
+	    strlen(val) >= sizeof(c->metrics_listen_str) ||
+	    rb_parse_uint(colon + 1, 1, 65535, &port) < 0) {
+		perr(p, line, "metrics-listen: '%s' is not ADDR:PORT (a numeric IPv4 address "
+		     "or a bracketed IPv6 one, and a port 1..65535), or none", val);
+		return;
+	}
+	memcpy(host, h, hlen);
+	host[hlen] = '\0';
+	if (rb_sockaddr_parse(host, (uint16_t)port, &c->metrics_listen,
+			      &c->metrics_listen_len) < 0) {
+		perr(p, line, "metrics-listen: bad address '%s' (a numeric IPv4 or IPv6 address)",
+		     host);
+		c->metrics_listen_len = 0;
+		return;
+	}
+	snprintf(c->metrics_listen_str, sizeof(c->metrics_listen_str), "%s", val);
+}
+
 static void
 target_key(struct parser *p, int line, const char *key, const char *val)
 {
@@ -248,6 +293,8 @@ target_key(struct parser *p, int line, const char *key, const char *val)
 			perr(p, line, "inline-max: %s is larger than %u", val, RB_INLINE_MAX);
 		else
 			c->inline_max = (uint32_t)v;
+	} else if (strcmp(key, "metrics-listen") == 0) {
+		metrics_listen_key(p, line, val);
 	} else if (strcmp(key, "admin-socket") == 0) {
 		c->admin_socket_set = 1;
 		if (strcasecmp(val, "none") == 0)

@@ -98,6 +98,10 @@ struct config {
 	uint64_t buffer_pool;
 	uint32_t inline_max;
 	char     admin_socket[108];          /* sun_path; "" for none */
+	/* `metrics-listen = ADDR:PORT` (metrics.h); len 0: none, the default */
+	char     metrics_listen_str[64];
+	struct sockaddr_storage metrics_listen;
+	socklen_t metrics_listen_len;
 	int      admin_socket_set;           /* named in the file, not the default */
 	int      stats;                      /* count requests (stats = yes) */
 	unsigned keepalive;                  /* s of silence before a probe; 0: none */

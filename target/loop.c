@@ -20,6 +20,7 @@
 #include "log.h"
 #include "loops.h"
 #include "memlock.h"
+#include "metrics.h"
 #include "rbd.h"
 #include "reqserv.h"
 #include "request.h"
@@ -84,6 +85,9 @@ loop_reload(struct target *t)
 	if (strcmp(nc->admin_socket, t->cfg->admin_socket) != 0)
 		log_warnx("reload: admin-socket changes need a restart; still on %s",
 			  t->cfg->admin_socket[0] ? t->cfg->admin_socket : "none");
+	if (strcmp(nc->metrics_listen_str, t->cfg->metrics_listen_str) != 0)
+		log_warnx("reload: metrics-listen changes need a restart; still on %s",
+			  t->cfg->metrics_listen_str[0] ? t->cfg->metrics_listen_str : "none");
 	if (log_get_level() < LOG_LEVEL_DEBUG)
 		log_set_level(nc->log_level);
 	config_warn(nc, NULL, NULL);
@@ -259,6 +263,7 @@ loop_run(struct loop *l)
 			exports_reap_pending(t);
 			exports_tick(t);
 			admin_expire(t);
+			metrics_expire(t);
 		}
 	}
 	if (locked)

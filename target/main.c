@@ -19,6 +19,7 @@
 #include "log.h"
 #include "loops.h"
 #include "memlock.h"
+#include "metrics.h"
 #include "pidfile.h"
 #include "target.h"
 
@@ -220,7 +221,7 @@ main(int argc, char **argv)
 	if (setup_loop(&t) < 0)
 		goto out;
 	exports_apply(&t, t.cfg);
-	if (listener_start(&t) < 0 || admin_start(&t) < 0)
+	if (listener_start(&t) < 0 || admin_start(&t) < 0 || metrics_start(&t) < 0)
 		goto out;
 	/* Tests wait for the pidfile: it means "listening". */
 	if (pidfile != NULL && (pf = pidfile_create(pidfile)) == NULL)
@@ -236,6 +237,7 @@ out:
 	loops_join(&t);
 	if (rc == 0)
 		log_info("all connections closed; flushing exports");
+	metrics_stop(&t);
 	admin_stop(&t);
 	listener_stop(&t);
 	exports_destroy_all(&t);

@@ -87,6 +87,7 @@ struct export {
 
 struct conn;
 struct admin;
+struct reqserv;
 
 struct target {
 	struct config *cfg;         /* [target] settings; exports moved out */
@@ -116,6 +117,7 @@ struct target {
 	uint64_t next_conn_id;
 	struct stats_target stats;
 	struct admin *admin;        /* NULL: no admin socket */
+	struct reqserv *metrics;    /* NULL: no metrics-listen (metrics.h) */
 };
 
 /* device.c */

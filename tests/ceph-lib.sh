@@ -142,14 +142,17 @@ ceph_pool_image() {
 }
 
 # write_rbd_target_conf FILE PORT [EXPORT-LINES...]: a target on $RDMABLK_ADDR:PORT with one
-# export, rbd0, of rbd:rbd/img0 on this cluster; extra lines go into its section.
+# export, rbd0, of rbd:rbd/img0 on this cluster; extra lines go into its section, and the
+# words of RBD_TARGET_KEYS (KEY=VALUE) into [target].
 write_rbd_target_conf() {
     local file=$1 port=$2 l
     shift 2
     {
         printf '[export rbd0]\npath = rbd:rbd/img0\nceph-conf = %s\n' "$CEPH_CONF"
         for l in "$@"; do printf '%s\n' "$l"; done
-    } | target_conf "$file" port="$port" queue-depth=64 admin-socket="$file.sock"
+    # shellcheck disable=SC2086  # RBD_TARGET_KEYS is a list of words
+    } | target_conf "$file" port="$port" queue-depth=64 admin-socket="$file.sock" \
+        ${RBD_TARGET_KEYS:-}
 }
 
 # rbd_lock_stat CONF EXPORT KEY: KEY (state, acquired, takeovers, lost) of the exclusive lock of

@@ -95,6 +95,11 @@ static const struct {
 	{ "max-connections-per-address = -1",
 	  "max-connections-per-address: bad value '-1'" },
 	{ "stats = maybe", "stats: bad boolean 'maybe' (yes/no/true/false/on/off)" },
+	{ "metrics-listen = 127.0.0.1", "metrics-listen: '127.0.0.1' is not ADDR:PORT" },
+	{ "metrics-listen = 127.0.0.1:0", "metrics-listen: '127.0.0.1:0' is not ADDR:PORT" },
+	{ "metrics-listen = ::1:9480", "metrics-listen: '::1:9480' is not ADDR:PORT" },
+	{ "metrics-listen = [::1]", "metrics-listen: '[::1]' is not ADDR:PORT" },
+	{ "metrics-listen = localhost:9480", "metrics-listen: bad address 'localhost'" },
 }, bad_export_keys[] = {
 	{ "size = 12Q", "bad size" },
 	{ "read-only = maybe",
@@ -147,6 +152,7 @@ main(void)
 		 "max-connections-total = 100\n"
 		 "max-handshakes = 10\n"
 		 "max-connections-per-address = 7\n"
+		 "metrics-listen = [::1]:9480\n"
 		 "\n"
 		 "[export disk0]\n"
 		 "path = %s\n"
@@ -166,6 +172,8 @@ main(void)
 		return 1;
 	checkf(strcmp(c->listen_host, "10.55.0.1") == 0, "listen = 10.55.0.1");
 	checkf(c->port == 10999, "port = 10999");
+	checkf(c->metrics_listen_len != 0 && c->metrics_listen.ss_family == AF_INET6 &&
+	       strcmp(c->metrics_listen_str, "[::1]:9480") == 0, "metrics-listen = [::1]:9480");
 	checkf(c->queue_depth == 64, "queue-depth = 64");
 	checkf(c->max_io == 512 * 1024, "max-io = 512K");
 	checkf(c->threads == 3, "threads = 3");

@@ -1,0 +1,66 @@
+# Shared by the metrics tests: the target's /metrics, promtool, and a real Prometheus server
+# that scrapes it every second. Sourced after lib.sh.
+# shellcheck shell=bash
+METRICS_ADDR=127.0.0.1:9480
+PROM_ADDR=127.0.0.1:9090
+
+# scrape [FILE]: one GET /metrics from the target (to FILE, default $T/scrape.txt).
+scrape() {
+    curl -sf --max-time 10 "http://$METRICS_ADDR/metrics" >"${1:-$T/scrape.txt}"
+}
+
+# metric_value NAME{LABELS} [FILE]: the value of that exact series in a scrape.
+metric_value() {
+    awk -v s="$1" '$1 == s { print $2; found = 1 } END { exit !found }' "${2:-$T/scrape.txt}"
+}
+
+# prom_start: Prometheus on $PROM_ADDR, scraping the target every second, its data in $T.
+prom_start() {
+    cat >"$T/prometheus.yml" <<EOF2
+global:
+  scrape_interval: 1s
+  evaluation_interval: 1s
+scrape_configs:
+  - job_name: rdmablk
+    static_configs:
+      - targets: ['$METRICS_ADDR']
+EOF2
+    step promtool-config promtool check config "$T/prometheus.yml" ||
+        fail "promtool check config refused the scrape configuration"
+    prometheus --config.file="$T/prometheus.yml" --storage.tsdb.path="$T/prom" \
+        --web.listen-address="$PROM_ADDR" >"$LOGS/prometheus.log" 2>&1 &
+    PROM_PID=$!
+    track_pid "$PROM_PID"
+    wait_for 120 curl -sf "http://$PROM_ADDR/-/ready" || fail "Prometheus did not get ready"
+    wait_for 60 prom_is 'up{job="rdmablk"}' 1 || fail "Prometheus does not see the target up"
+}
+
+# prom_query EXPR: the values of EXPR's instant vector through Prometheus' HTTP API, one per
+# line with its labels ("value {labels}"), nothing for an empty result.
+prom_query() {
+    curl -sf --max-time 10 --get --data-urlencode "query=$1" \
+        "http://$PROM_ADDR/api/v1/query" >"$T/prom-answer.json" || return 1
+    python3 -c 'import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["status"] == "success", d
+for r in d["data"]["result"]:
+    print(r["value"][1], json.dumps(r["metric"], sort_keys=True))' "$T/prom-answer.json"
+}
+
+# prom_is EXPR VALUE: true when EXPR has one series and its value is VALUE (for wait_for).
+prom_is() {
+    local got
+    got=$(prom_query "$1") || return 1
+    echo "$1 = ${got:-nothing}, expected $2"
+    [ "$(echo "$got" | grep -c .)" = 1 ] && [ "${got%% *}" = "$2" ]
+}
+
+# prom_has FAMILY...: each family answers a query with at least one series.
+prom_has() {
+    local f n
+    for f in "$@"; do
+        n=$(prom_query "$f" | grep -c .) || true
+        [ "${n:-0}" -ge 1 ] || fail "Prometheus has no series of $f"
+    done
+    ok "Prometheus answers a query for each of: $*"
+}
