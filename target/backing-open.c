@@ -96,7 +96,8 @@ rbd_export_open(struct cfg_export *e, int check, struct backing_err *err)
 static int
 file_open(struct cfg_export *e, int check, struct backing_err *err)
 {
-	int oflags = (e->read_only ? O_RDONLY : O_RDWR) | O_CLOEXEC;
+	int oflags = (e->read_only ? O_RDONLY : O_RDWR) | O_CLOEXEC |
+		(e->direct_io ? O_DIRECT : 0);
 	int rc = -1;
 	struct stat st;
 
@@ -119,6 +120,9 @@ file_open(struct cfg_export *e, int check, struct backing_err *err)
 			e->size = e->size_wanted;
 			return 0;
 		}
+		if (saved == EINVAL && e->direct_io)
+			return berr(err, BACKING_KEY_PATH, "path: %s: its file system refuses "
+				    "O_DIRECT (direct-io = yes)", e->path);
 		return berr(err, BACKING_KEY_PATH, "path: %s: %s", e->path, strerror(saved));
 	}
 	if (fstat(e->fd, &st) < 0) {
@@ -130,6 +134,7 @@ file_open(struct cfg_export *e, int check, struct backing_err *err)
 	e->ino = st.st_ino;
 	if (S_ISBLK(st.st_mode)) {
 		uint64_t bytes;
+		int lbs = 0;
 
 		if (ioctl(e->fd, BLKGETSIZE64, &bytes) < 0) {
 			rc = berr(err, BACKING_KEY_PATH, "path: %s: BLKGETSIZE64: %s", e->path,
@@ -137,6 +142,13 @@ file_open(struct cfg_export *e, int check, struct backing_err *err)
 			goto out_close;
 		}
 		e->is_blockdev = 1;
+		if (e->direct_io && (ioctl(e->fd, BLKSSZGET, &lbs) < 0 ||
+				     (unsigned)lbs > CONFIG_BLOCK)) {
+			rc = berr(err, BACKING_KEY_PATH, "path: %s: direct-io: its logical block "
+				  "size is %d bytes; requests are aligned to %u", e->path, lbs,
+				  CONFIG_BLOCK);
+			goto out_close;
+		}
 		if (e->size_wanted != 0 && e->size_wanted != bytes) {
 			rc = berr(err, BACKING_KEY_SIZE, "size: %s is a block device of %llu "
 				  "bytes, not %llu", e->path, (unsigned long long)bytes,

@@ -17,7 +17,8 @@
 #include "util.h"
 #include "workq.h"
 
-static const char zeros[64 * 1024];
+/* Aligned for O_DIRECT (direct-io). */
+static const char zeros[64 * 1024] __attribute__((aligned(4096)));
 
 static int
 full_pread(int fd, void *buf, uint32_t len, uint64_t off)

@@ -174,6 +174,7 @@ const struct simple_key export_keys[] = {
 	BOOL_KEY("read-only", struct cfg_export, read_only),
 	BOOL_KEY("shared", struct cfg_export, shared),
 	BOOL_KEY("listed", struct cfg_export, listed),
+	BOOL_KEY("direct-io", struct cfg_export, direct_io),
 	UINT_KEY("max-connections", struct cfg_export, max_connections, 0, 65535, "", ""),
 	{ NULL, 0, 0, 0, 0, NULL, NULL },
 };

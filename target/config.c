@@ -357,6 +357,9 @@ end_section(struct parser *p)
 	else if (!e->is_rbd && e->ceph_line != 0)
 		perr(p, e->ceph_line, "ceph-conf, ceph-id and ceph-keyring are only for RBD "
 		     "exports (path = rbd:POOL/IMAGE)");
+	else if (e->is_rbd && e->direct_io)
+		perr(p, e->line, "[export %s]: direct-io is for files and block devices; an "
+		     "RBD image has no page cache here", e->name);
 	else if (!p->cur_discard && !(p->flags & CONFIG_NO_OPEN))
 		export_open(p, e);
 	if (p->cur_discard) {

@@ -65,6 +65,7 @@ struct cfg_export {
 	int      listed;                     /* `listed =`; -1: unless it needs a secret */
 	unsigned max_connections;            /* 0: unlimited */
 	int      shared;                     /* `shared =`: RB_EXP_SHARED (default: is_rbd) */
+	int      direct_io;                  /* `direct-io =`: O_DIRECT, no page cache */
 	char    *secret_file;                /* `secret-file =`, or NULL */
 	/* path = rbd:POOL/IMAGE (rbd.h); the ceph-* keys only apply there. */
 	int      is_rbd;

@@ -252,7 +252,8 @@ same_backing(const struct cfg_export *a, const struct cfg_export *b)
 		       same_str(a->ceph_keyring, b->ceph_keyring) &&
 		       a->read_only == b->read_only && a->durability == b->durability;
 	return a->dev == b->dev && a->ino == b->ino && a->read_only == b->read_only &&
-	       a->durability == b->durability && a->is_blockdev == b->is_blockdev;
+	       a->durability == b->durability && a->is_blockdev == b->is_blockdev &&
+	       a->direct_io == b->direct_io;
 }
 
 int
@@ -312,9 +313,10 @@ exports_apply(struct target *t, struct config *nc)
 			;
 		*tail = e;
 		added++;
-		log_info("export %s: %s, %llu bytes%s, durability %s", e->cfg->name,
+		log_info("export %s: %s, %llu bytes%s%s, durability %s", e->cfg->name,
 			 e->cfg->path, (unsigned long long)e->cfg->size,
 			 e->cfg->read_only ? ", read-only" : "",
+			 e->cfg->direct_io ? ", direct-io" : "",
 			 e->cfg->durability == DURABILITY_ALWAYS ? "always" : "fua");
 	}
 	for (e = t->exports; e != NULL; e = e->next)

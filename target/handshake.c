@@ -147,6 +147,10 @@ conn_hello_finish(struct conn *c, struct recv_buf *rb, const struct rb_hello_inf
 	c->auth_pending = 0;
 	c->send_inv = (h.flags & RB_HELLO_SEND_INV) != 0;
 	c->inline_max = t->cfg->inline_max < max_io ? t->cfg->inline_max : max_io;
+	/* O_DIRECT wants aligned memory: every WRITE's data comes by RDMA
+	 * READ into an aligned pool buffer, none inline in a receive. */
+	if (e->cfg->direct_io)
+		c->inline_max = 0;
 	c->lim.export_size = e->cfg->size;
 	c->lim.max_io = max_io;
 	c->lim.min_block = CONFIG_BLOCK;

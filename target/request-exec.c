@@ -113,8 +113,10 @@ req_try_now(struct req *r)
 	int *refused = r->job.op == JOB_READ ? &e->no_nowait : &e->no_nowait_write;
 	int hit;
 
-	/* Set by any loop, read by all: relaxed (a stale 0 costs one try). */
-	if (__atomic_load_n(refused, __ATOMIC_RELAXED))
+	/* Set by any loop, read by all: relaxed (a stale 0 costs one try).
+	 * With O_DIRECT there is no page cache to hit: a RWF_NOWAIT read
+	 * would wait for the device, on the loop. */
+	if (e->cfg->direct_io || __atomic_load_n(refused, __ATOMIC_RELAXED))
 		return 0;
 	hit = job_try_now(&r->job);
 	if (hit < 0) {
