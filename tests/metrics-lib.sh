@@ -31,8 +31,10 @@ EOF2
         --web.listen-address="$PROM_ADDR" >"$LOGS/prometheus.log" 2>&1 &
     PROM_PID=$!
     track_pid "$PROM_PID"
+    local t0=$SECONDS
     wait_for 120 curl -sf "http://$PROM_ADDR/-/ready" || fail "Prometheus did not get ready"
     wait_for 60 prom_is 'up{job="rdmablk"}' 1 || fail "Prometheus does not see the target up"
+    echo "Prometheus ready and scraping after $((SECONDS - t0))s"
 }
 
 # prom_query EXPR: the values of EXPR's instant vector through Prometheus' HTTP API, one per
