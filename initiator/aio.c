@@ -197,8 +197,9 @@ live_conn(struct rb_client *c, struct rb_aio_ctx *x)
 		conn = rb_client_get_conn(c, STAILQ_FIRST(&x->pending)->deadline_ns_, &err);
 		if (conn != NULL) {
 			watch(x, conn);
-			/* Armed before the first post: its reply raises the fd. */
-			if (rb_conn_arm(x->watched) < 0) {
+			/* Armed before the first post: its reply raises the fd
+			 * (busy-poll: the caller polls instead). */
+			if (!conn->cfg.busy_poll && rb_conn_arm(x->watched) < 0) {
 				pthread_mutex_lock(&x->watched->lock);
 				rb_conn_mark_dead_locked(x->watched, "ibv_req_notify_cq failed");
 				pthread_mutex_unlock(&x->watched->lock);
@@ -326,7 +327,12 @@ rb_aio_submit(struct rb_client *c, struct rb_aio *a)
 static void
 consume_events(struct rb_conn *conn)
 {
-	rb_conn_take_events(conn);
+	/* busy-poll never arms the CQs: an event left from the handshake's
+	 * arming is read whole, once. */
+	if (conn->cfg.busy_poll)
+		rb_cq_ack_events(conn->comp_ch, NULL);
+	else
+		rb_conn_take_events(conn);
 	rb_conn_wake_take(conn);
 }
 
@@ -401,7 +407,10 @@ collect(struct rb_client *c, struct rb_aio_ctx *x, struct rb_conn *conn)
 	conn->aio_reaping = 1;
 	pthread_mutex_unlock(&conn->lock);
 	for (;;) {
-		if (__atomic_load_n(&conn->dead, __ATOMIC_ACQUIRE)) {
+		if (__atomic_load_n(&conn->dead, __ATOMIC_ACQUIRE) || conn->cfg.busy_poll) {
+			/* Dead: once more, not armed.  busy-poll: the caller
+			 * polls again soon, and never sleeps on the channel
+			 * while a reply is due. */
 			rb_cq_poll_empty(conn, NULL, NULL);
 			break;
 		}

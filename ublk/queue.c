@@ -2,7 +2,8 @@
  * own io_uring, sends them on its own RDMA connection (asynchronous API),
  * and commits each result together with the next fetch.  The connection's
  * readiness fd is polled through the same ring, so the thread sleeps in
- * one place for both.
+ * one place for both.  With busy-poll=yes it does not sleep while a reply
+ * is due: it polls the CQ (the library then never arms it).
  *
  * Per tag:  FETCHING --request--> AT_TARGET --reaped--> FETCHING (COMMIT_AND_FETCH)
  *                \--ABORT (device stopping)--> DONE */
@@ -258,7 +259,7 @@ ub_queue_run(void *arg)
 	struct __kernel_timespec tick = { .tv_sec = 0, .tv_nsec = TICK_NS - 1 };
 	struct io_uring_cqe *cqe;
 	unsigned tag, head, seen;
-	int r, reap;
+	int r, reap, busy = q->dev->opts.busy_poll;
 
 	if (q->have_cpus && (r = pthread_setaffinity_np(pthread_self(), sizeof(q->cpus),
 							&q->cpus)) != 0)
@@ -275,12 +276,20 @@ ub_queue_run(void *arg)
 	}
 	rb_aio_reap(q->client, io_done, q);   /* arms the completion channel */
 	while (q->aborted < q->dev->depth || rb_aio_outstanding(q->client) > 0) {
-		r = io_uring_submit_and_wait_timeout(&q->ring, &cqe, 1, &tick, NULL);
+		if (busy && rb_aio_outstanding(q->client) > 0) {
+			/* busy-poll=yes: no sleep while a reply is due.  Hand
+			 * the kernel what is queued (a syscall only then), take
+			 * what the ring holds, and poll the CQ (user space). */
+			r = io_uring_submit(&q->ring);
+			reap = 1;
+		} else {
+			r = io_uring_submit_and_wait_timeout(&q->ring, &cqe, 1, &tick, NULL);
+			reap = r == -ETIME;
+		}
 		if (r < 0 && r != -ETIME && r != -EINTR) {
 			ub_log("queue %u: io_uring: %s", q->id, strerror(-r));
 			break;
 		}
-		reap = r == -ETIME;
 		seen = 0;
 		io_uring_for_each_cqe(&q->ring, head, cqe) {
 			handle_cqe(q, cqe, &reap);
