@@ -22,8 +22,4 @@ typedef int rb_cq_arm_fn(void *opaque);
 #define RB_CQ_ARM_FAILED (-1000)
 int rb_cq_poll_arm_poll(rb_cq_poll_fn *poll, rb_cq_arm_fn *arm, void *opaque);
 
-/* Take every event pending on a non-blocking completion channel and ack
- * each one.  Returns how many were for cq (every event when cq is NULL). */
-unsigned rb_cq_ack_events(struct ibv_comp_channel *ch, struct ibv_cq *cq);
-
 #endif

@@ -327,12 +327,9 @@ rb_aio_submit(struct rb_client *c, struct rb_aio *a)
 static void
 consume_events(struct rb_conn *conn)
 {
-	/* busy-poll never arms the CQs: an event left from the handshake's
-	 * arming is read whole, once. */
-	if (conn->cfg.busy_poll)
-		rb_cq_ack_events(conn->comp_ch, NULL);
-	else
-		rb_conn_take_events(conn);
+	/* busy-poll never arms the CQs: only an event of the handshake's
+	 * arming is read, once (until then each reap reads the channel). */
+	rb_conn_take_events(conn);
 	rb_conn_wake_take(conn);
 }
 

@@ -37,6 +37,7 @@ post_ctrl(struct rb_conn *conn, size_t len, char *errbuf)
 
 /* One CQ, one completion at a time (common/cqarm.h callbacks). */
 struct one_cq {
+	struct rb_conn *conn;
 	struct ibv_cq *cq;
 	struct ibv_wc *wc;
 };
@@ -50,10 +51,14 @@ one_cq_poll(void *opaque)
 	return ibv_poll_cq(o->cq, 1, o->wc);
 }
 
+/* Through the connection's arming record, so that after the handshake
+ * the data path knows which CQ is still armed (wait.c). */
 static int
 one_cq_arm(void *opaque)
 {
-	return ibv_req_notify_cq(((struct one_cq *)opaque)->cq, 0) != 0 ? -1 : 0;
+	struct one_cq *o = opaque;
+
+	return rb_conn_arm_cq(o->conn, o->cq);
 }
 
 /* Wait for the next successful completion of the given kind on cq, with
@@ -64,7 +69,7 @@ wait_wc(struct rb_conn *conn, struct ibv_cq *cq, enum rb_wr_kind kind,
 	uint64_t deadline_ns, struct ibv_wc *wc, const char *what, char *errbuf)
 {
 	struct pollfd pfd = { .fd = conn->comp_ch->fd, .events = POLLIN };
-	struct one_cq o = { .cq = cq, .wc = wc };
+	struct one_cq o = { .conn = conn, .cq = cq, .wc = wc };
 	int n, ms;
 
 	for (;;) {
@@ -102,7 +107,7 @@ wait_wc(struct rb_conn *conn, struct ibv_cq *cq, enum rb_wr_kind kind,
 			rb_seterr(errbuf, "%s: poll: %s", what, strerror(errno));
 			return -EIO;
 		}
-		rb_cq_ack_events(conn->comp_ch, NULL);
+		rb_conn_take_events(conn);
 	}
 }
 

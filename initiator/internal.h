@@ -370,6 +370,8 @@ int  rb_wait_slot(struct rb_conn *conn, struct rb_slot *s, uint64_t deadline_ns)
 /* Arm the receive CQ (and the send CQ while a LOCAL_INV is pending), each
  * unless it is armed already (its event not taken yet).  0 or -1. */
 int  rb_conn_arm(struct rb_conn *conn);
+/* Arm one of its CQs unless it is armed already (the handshake's). */
+int  rb_conn_arm_cq(struct rb_conn *conn, struct ibv_cq *cq);
 /* Take and ack the completion channel's events, reading it only while an
  * armed CQ may have raised one.  Returns how many were taken. */
 unsigned rb_conn_take_events(struct rb_conn *conn);

@@ -31,9 +31,11 @@ bump(uint64_t *counter)
 /* Arm a CQ unless it is armed already: one that is stays armed until its
  * event fires, and that event is still to be taken.  (On rxe every
  * ibv_req_notify_cq is a syscall.) */
-static int
-arm_cq(struct ibv_cq *cq, int *armed)
+int
+rb_conn_arm_cq(struct rb_conn *conn, struct ibv_cq *cq)
 {
+	int *armed = cq == conn->send_cq ? &conn->send_armed : &conn->recv_armed;
+
 	if (__atomic_load_n(armed, __ATOMIC_ACQUIRE))
 		return 0;
 	if (ibv_req_notify_cq(cq, 0) != 0)
@@ -45,12 +47,12 @@ arm_cq(struct ibv_cq *cq, int *armed)
 int
 rb_conn_arm(struct rb_conn *conn)
 {
-	if (arm_cq(conn->recv_cq, &conn->recv_armed) < 0)
+	if (rb_conn_arm_cq(conn, conn->recv_cq) < 0)
 		return -1;
 	/* A LOCAL_INV completes on the send CQ, which is otherwise never
 	 * armed: send completions wake nobody. */
 	if (__atomic_load_n(&conn->inv_pending, __ATOMIC_ACQUIRE) > 0 &&
-	    arm_cq(conn->send_cq, &conn->send_armed) < 0)
+	    rb_conn_arm_cq(conn, conn->send_cq) < 0)
 		return -1;
 	return 0;
 }
