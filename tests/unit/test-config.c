@@ -236,6 +236,10 @@ main(void)
 	}
 	snprintf(text, sizeof(text), "[target]\nlisten = 10.55.0.300\n[export a]\npath = %s\n", img);
 	expect_error("bad address", text, 2, "bad address");
+	expect_error("direct-io on an RBD export",
+		     TARGET "[export r]\npath = rbd:rbd/img0\ndirect-io = yes\n", 3,
+		     "[export r]: direct-io is for files and block devices");
+
 	snprintf(text, sizeof(text), TARGET "[export a]\npath = %s\n[export a]\npath = %s\n",
 		 img, img);
 	expect_error("duplicate export", text, 5, "duplicate export 'a'");
