@@ -165,6 +165,25 @@ has(const struct ub_dev *d, uint32_t flag)
 	return (d->desc.flags & flag) != 0;
 }
 
+/* The test hook RDMABLK_TEST_UBLK_NULL=1 (docs/testing.md): every request
+ * is answered at once and nothing reaches the target, so that a trace
+ * measures what the kernel's ublk path and fio cost alone (issue 25). */
+static int
+null_io(void)
+{
+	static int v = -1;
+
+	if (v < 0) {
+		const char *env = getenv("RDMABLK_TEST_UBLK_NULL");
+
+		v = env != NULL && strcmp(env, "1") == 0;
+		if (v)
+			ub_log("test hook: RDMABLK_TEST_UBLK_NULL=1: every request is answered "
+			       "at once; nothing reaches the target, and reads return garbage");
+	}
+	return v;
+}
+
 /* A request from the kernel: send it, or answer at once. */
 static void
 start_io(struct ub_queue *q, unsigned tag)
@@ -174,6 +193,12 @@ start_io(struct ub_queue *q, unsigned tag)
 	struct rb_aio *a = &io->aio;
 	unsigned op = ublksrv_get_op(iod), fl = ublksrv_get_flags(iod);
 	int r;
+
+	if (null_io()) {
+		prep_io_cmd(q, UB_IO(UBLK_IO_COMMIT_AND_FETCH_REQ), tag,
+			    op == UBLK_IO_OP_FLUSH ? 0 : (int)(iod->nr_sectors << 9));
+		return;
+	}
 
 	memset(a, 0, sizeof(*a));
 	a->user = tag;
