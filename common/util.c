@@ -74,6 +74,14 @@ rb_parse_size(const char *s, uint64_t *out)
 }
 
 int
+rb_test_hook_on(const char *name)
+{
+	const char *env = getenv(name);
+
+	return env != NULL && strcmp(env, "1") == 0;
+}
+
+int
 rb_parse_bool(const char *s, int *out)
 {
 	static const char *const yes[] = { "yes", "true", "on", "1" };

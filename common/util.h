@@ -16,6 +16,9 @@
 int rb_parse_size(const char *s, uint64_t *out);
 /* yes/no/true/false/on/off/1/0, case-insensitive.  0 or -EINVAL. */
 int rb_parse_bool(const char *s, int *out);
+/* A test hook's switch (docs/testing.md): 1 when the environment variable
+ * name is exactly "1", else 0 (unset, empty, "yes", "0"...). */
+int rb_test_hook_on(const char *name);
 /* A decimal integer in [min, max].  0, -EINVAL or -ERANGE. */
 int rb_parse_uint(const char *s, uint64_t min, uint64_t max, uint64_t *out);
 

@@ -73,8 +73,7 @@ choose_mr_mode(struct rb_conn *conn)
 	}
 	/* Test hook: every window deallocation and direct-region
 	 * deregistration fails, to exercise a fence that cannot revoke. */
-	env = getenv("RDMABLK_TEST_FAULT_FENCE");
-	if (env != NULL && strcmp(env, "1") == 0) {
+	if (rb_test_hook_on("RDMABLK_TEST_FAULT_FENCE")) {
 		conn->fault_fence = 1;
 		rb_log(RB_LOG_WARN, "test hook: no memory window or region can be revoked");
 	}
@@ -221,7 +220,6 @@ rb_conn_create(const struct rb_conn_cfg *cfg, int list_only, uint64_t deadline_n
 {
 	struct rb_conn *conn;
 	pthread_condattr_t ca;
-	const char *env;
 	socklen_t len;
 	int r;
 
@@ -234,8 +232,7 @@ rb_conn_create(const struct rb_conn_cfg *cfg, int list_only, uint64_t deadline_n
 	conn->refs = 1;
 	/* Test hook (docs/testing.md): send no ttl, as initiators that
 	 * predate it do, to exercise the target's rule for them. */
-	env = getenv("RDMABLK_TEST_NO_TTL");
-	if (env != NULL && strcmp(env, "1") == 0) {
+	if (rb_test_hook_on("RDMABLK_TEST_NO_TTL")) {
 		conn->test_no_ttl = 1;
 		rb_log(RB_LOG_WARN, "test hook: requests carry no ttl (RDMABLK_TEST_NO_TTL)");
 	}

@@ -27,9 +27,7 @@ req_start_stale(void)
 	static int on = -1;
 
 	if (on < 0) {
-		const char *env = getenv("RDMABLK_TEST_START_STALE");
-
-		on = env != NULL && strcmp(env, "1") == 0;
+		on = rb_test_hook_on("RDMABLK_TEST_START_STALE");
 		if (on)
 			log_warnx("test hook: requests start however late, even for a "
 				  "failed connection (RDMABLK_TEST_START_STALE)");

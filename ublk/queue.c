@@ -16,6 +16,7 @@
 
 #include "protocol.h"
 #include "ublk.h"
+#include "util.h"
 
 #define POLL_TAG    UINT64_MAX
 #define TICK_NS     (1000 * 1000 * 1000ll)   /* reap at least this often: timeouts */
@@ -174,9 +175,7 @@ null_io(void)
 	static int v = -1;
 
 	if (v < 0) {
-		const char *env = getenv("RDMABLK_TEST_UBLK_NULL");
-
-		v = env != NULL && strcmp(env, "1") == 0;
+		v = rb_test_hook_on("RDMABLK_TEST_UBLK_NULL");
 		if (v)
 			ub_log("test hook: RDMABLK_TEST_UBLK_NULL=1: every request is answered "
 			       "at once; nothing reaches the target, and reads return garbage");
