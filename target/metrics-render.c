@@ -6,6 +6,7 @@
  * error, reason, state, device), never one per connection or address. */
 #include <infiniband/verbs.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <unistd.h>
 
 #include "flusher.h"
@@ -102,53 +103,98 @@ export_label(struct sbuf *b, const char *name, const struct export *e)
 	sb_label_str(b, e->cfg->name);
 }
 
-static void
-export_families(struct target *t, struct sbuf *b)
-{
+/* Each live export's figures, taken once per scrape (each walks every
+ * connection): in export order, n of them.  NULL when out of memory. */
+struct export_snap {
 	struct stats_io io;
-	struct rbd_stats rs;
+	uint64_t in_flight;
+};
+
+static struct export_snap *
+export_snaps(struct target *t, unsigned *n)
+{
+	struct export_snap *v;
 	struct export *e;
-	uint64_t inf;
-	unsigned i, s;
+	unsigned i = 0;
+
+	*n = 0;
+	FOR_EACH_LIVE_EXPORT(t, e)
+		(*n)++;
+	v = calloc(*n > 0 ? *n : 1, sizeof(*v));
+	if (v == NULL)
+		return NULL;
+	FOR_EACH_LIVE_EXPORT(t, e) {
+		stats_export_snapshot(t, e, &v[i].io, &v[i].in_flight);
+		i++;
+	}
+	return v;
+}
+
+/* The families of the exports' request figures. */
+static void
+export_io_families(struct target *t, struct sbuf *b, const struct export_snap *v)
+{
+	const struct export *e;
+	unsigned i, k;
 
 	family(b, "rdmablk_requests_total", "counter", "Requests replied to, by export and op.");
+	k = 0;
 	FOR_EACH_LIVE_EXPORT(t, e) {
-		stats_export_snapshot(t, e, &io, &inf);
 		for (i = 0; i < RB_OP__COUNT; i++) {
 			export_label(b, "rdmablk_requests_total", e);
 			sb_printf(b, ",op=\"%s\"} %llu\n", stats_op_names[i],
-				  (unsigned long long)io.op[i].count);
+				  (unsigned long long)v[k].io.op[i].count);
 		}
+		k++;
 	}
 	family(b, "rdmablk_bytes_total", "counter",
 	       "Bytes of successful requests (read, written, trimmed, zeroed, asked the "
 	       "block status of), by export and op.");
+	k = 0;
 	FOR_EACH_LIVE_EXPORT(t, e) {
-		stats_export_snapshot(t, e, &io, &inf);
 		for (i = 0; i < RB_OP__COUNT; i++) {
 			if (i == RB_OP_FLUSH || i == RB_OP_NOP)
 				continue;
 			export_label(b, "rdmablk_bytes_total", e);
 			sb_printf(b, ",op=\"%s\"} %llu\n", stats_op_names[i],
-				  (unsigned long long)io.op[i].bytes);
+				  (unsigned long long)v[k].io.op[i].bytes);
 		}
+		k++;
 	}
 	family(b, "rdmablk_request_errors_total", "counter",
 	       "Requests replied to with an error, by export and kind.");
+	k = 0;
 	FOR_EACH_LIVE_EXPORT(t, e) {
-		stats_export_snapshot(t, e, &io, &inf);
 		for (i = 0; i < STATS_ERR__COUNT; i++) {
 			export_label(b, "rdmablk_request_errors_total", e);
 			sb_printf(b, ",error=\"%s\"} %llu\n", stats_error_names[i],
-				  (unsigned long long)io.errors_by[i]);
+				  (unsigned long long)v[k].io.errors_by[i]);
 		}
+		k++;
 	}
 	family(b, "rdmablk_requests_in_flight", "gauge", "Requests in flight, by export.");
+	k = 0;
 	FOR_EACH_LIVE_EXPORT(t, e) {
-		stats_export_snapshot(t, e, &io, &inf);
 		export_label(b, "rdmablk_requests_in_flight", e);
-		sb_printf(b, "} %llu\n", (unsigned long long)inf);
+		sb_printf(b, "} %llu\n", (unsigned long long)v[k++].in_flight);
 	}
+}
+
+static void
+export_families(struct target *t, struct sbuf *b)
+{
+	struct export_snap *snaps;
+	struct rbd_stats rs;
+	struct export *e;
+	unsigned i, s, n;
+
+	snaps = export_snaps(t, &n);
+	if (snaps == NULL) {
+		b->full = 1;            /* no half exposition: the scrape gets a 500 */
+		return;
+	}
+	export_io_families(t, b, snaps);
+	free(snaps);
 	family(b, "rdmablk_export_connections", "gauge", "Connections to an export.");
 	FOR_EACH_LIVE_EXPORT(t, e) {
 		export_label(b, "rdmablk_export_connections", e);
