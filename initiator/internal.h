@@ -373,8 +373,8 @@ int  rb_conn_arm(struct rb_conn *conn);
 /* Arm one of its CQs unless it is armed already (the handshake's). */
 int  rb_conn_arm_cq(struct rb_conn *conn, struct ibv_cq *cq);
 /* Take and ack the completion channel's events, reading it only while an
- * armed CQ may have raised one.  Returns how many were taken. */
-unsigned rb_conn_take_events(struct rb_conn *conn);
+ * armed CQ may have raised one. */
+void rb_conn_take_events(struct rb_conn *conn);
 /* Write wake_fd (and mark it posted); read it back only when posted. */
 void rb_conn_wake(struct rb_conn *conn);
 void rb_conn_wake_take(struct rb_conn *conn);

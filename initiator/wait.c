@@ -28,13 +28,20 @@ bump(uint64_t *counter)
 	__atomic_add_fetch(counter, 1, __ATOMIC_RELAXED);
 }
 
+/* The record of whether cq (one of conn's two) is armed. */
+static int *
+armed_flag(struct rb_conn *conn, const struct ibv_cq *cq)
+{
+	return cq == conn->send_cq ? &conn->send_armed : &conn->recv_armed;
+}
+
 /* Arm a CQ unless it is armed already: one that is stays armed until its
  * event fires, and that event is still to be taken.  (On rxe every
  * ibv_req_notify_cq is a syscall.) */
 int
 rb_conn_arm_cq(struct rb_conn *conn, struct ibv_cq *cq)
 {
-	int *armed = cq == conn->send_cq ? &conn->send_armed : &conn->recv_armed;
+	int *armed = armed_flag(conn, cq);
 
 	if (__atomic_load_n(armed, __ATOMIC_ACQUIRE))
 		return 0;
@@ -62,24 +69,19 @@ static void
 took_event(struct rb_conn *conn, struct ibv_cq *cq)
 {
 	ibv_ack_cq_events(cq, 1);
-	__atomic_store_n(cq == conn->send_cq ? &conn->send_armed : &conn->recv_armed, 0,
-			 __ATOMIC_RELEASE);
+	__atomic_store_n(armed_flag(conn, cq), 0, __ATOMIC_RELEASE);
 }
 
-unsigned
+void
 rb_conn_take_events(struct rb_conn *conn)
 {
 	struct ibv_cq *ev_cq;
 	void *ev_ctx;
-	unsigned n = 0;
 
 	while ((__atomic_load_n(&conn->recv_armed, __ATOMIC_ACQUIRE) ||
 		__atomic_load_n(&conn->send_armed, __ATOMIC_ACQUIRE)) &&
-	       ibv_get_cq_event(conn->comp_ch, &ev_cq, &ev_ctx) == 0) {
+	       ibv_get_cq_event(conn->comp_ch, &ev_cq, &ev_ctx) == 0)
 		took_event(conn, ev_cq);
-		n++;
-	}
-	return n;
 }
 
 void
