@@ -30,7 +30,6 @@ struct rb_aio_ctx {
 	char           *region;     /* rb_aio_set_region: direct requests */
 	size_t          region_len;
 	int             static_said;  /* logged that mr=static copies */
-	int             plugged;      /* rb_aio_plug: post staged WRs at unplug */
 };
 
 static struct rb_aio_ctx *
@@ -57,14 +56,11 @@ ctx_get(struct rb_client *c)
 	return x;
 }
 
-static void post_staged(struct rb_aio_ctx *x, struct rb_conn *conn);
-
 static void
 unwatch(struct rb_aio_ctx *x)
 {
 	if (x->watched == NULL)
 		return;
-	post_staged(x, x->watched);
 	epoll_ctl(x->epfd, EPOLL_CTL_DEL, x->watched->comp_ch->fd, NULL);
 	epoll_ctl(x->epfd, EPOLL_CTL_DEL, x->watched->wake_fd, NULL);
 	rb_conn_unref(x->watched);
@@ -250,31 +246,7 @@ direct_ok(struct rb_aio_ctx *x, struct rb_conn *conn, const struct rb_aio *a)
 	return 1;
 }
 
-static void
-unposted(void *opaque, struct rb_aio *a)
-{
-	struct aio_list *back = opaque;
-
-	a->conn_ = NULL;
-	a->slot_ = NULL;
-	STAILQ_INSERT_TAIL(back, a, next_);
-}
-
-/* The staged requests of conn in one ibv_post_send (doorbell batching);
- * those not posted go back to the head of the queue, in their order. */
-static void
-post_staged(struct rb_aio_ctx *x, struct rb_conn *conn)
-{
-	struct aio_list back = STAILQ_HEAD_INITIALIZER(back);
-
-	if (rb_conn_post_staged(conn, unposted, &back) == 0)
-		return;
-	STAILQ_CONCAT(&back, &x->pending);
-	STAILQ_INIT(&x->pending);
-	STAILQ_CONCAT(&x->pending, &back);
-}
-
-/* Stage queued requests while credits are free; post them unless plugged. */
+/* Post queued requests while credits are free. */
 static void
 pump(struct rb_client *c, struct rb_aio_ctx *x)
 {
@@ -295,7 +267,7 @@ pump(struct rb_client *c, struct rb_aio_ctx *x)
 			pthread_mutex_unlock(&conn->lock);
 			if (dead)
 				continue;
-			break;      /* a completion frees a credit */
+			return;     /* a completion frees a credit */
 		}
 		rb_conn_claim_locked(conn, s, &io);
 		s->aio = a;
@@ -303,33 +275,13 @@ pump(struct rb_client *c, struct rb_aio_ctx *x)
 		pop(&x->pending);
 		a->conn_ = conn;
 		a->slot_ = s;
-		rb_conn_stage(conn, s, &io);
+		if (rb_conn_post(conn, s, &io) < 0) {
+			/* Not posted; the connection is dead now. */
+			a->conn_ = NULL;
+			a->slot_ = NULL;
+			STAILQ_INSERT_HEAD(&x->pending, a, next_);
+		}
 	}
-	/* live_conn posted (or gave back) what a connection that died had
-	 * staged, in collect, before it let go of it. */
-	if (!x->plugged && x->watched != NULL)
-		post_staged(x, x->watched);
-}
-
-void
-rb_aio_plug(struct rb_client *c)
-{
-	struct rb_aio_ctx *x = ctx_get(c);
-
-	if (x != NULL)
-		x->plugged = 1;
-}
-
-void
-rb_aio_unplug(struct rb_client *c)
-{
-	struct rb_aio_ctx *x = ctx_get(c);
-
-	if (x == NULL)
-		return;
-	x->plugged = 0;
-	if (x->watched != NULL)
-		post_staged(x, x->watched);
 }
 
 int
@@ -473,10 +425,6 @@ collect(struct rb_client *c, struct rb_aio_ctx *x, struct rb_conn *conn)
 	STAILQ_CONCAT(&done, &conn->aio_done);
 	reclaim_locked(conn, x, c);
 	pthread_mutex_unlock(&conn->lock);
-	/* Dead: what it had staged is not posted; reclaim_locked gave most of
-	 * it back already, the rest goes back here. */
-	if (__atomic_load_n(&conn->dead, __ATOMIC_ACQUIRE))
-		post_staged(x, conn);
 
 	/* Off the list before it is finished: a released slot may be taken
 	 * (and its link reused) at once. */

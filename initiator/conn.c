@@ -240,7 +240,6 @@ rb_conn_create(const struct rb_conn_cfg *cfg, int list_only, uint64_t deadline_n
 	conn->stop_fd = -1;
 	conn->leader = -1;
 	STAILQ_INIT(&conn->aio_done);
-	STAILQ_INIT(&conn->staged);
 	conn->nrecv = cfg->queue_depth + 1;
 	conn->nsend_bufs = cfg->queue_depth + 1;
 	pthread_mutex_init(&conn->lock, NULL);

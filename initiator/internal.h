@@ -131,15 +131,6 @@ struct rb_slot {
 	struct rb_wr_ctx    inv_ctx;
 	uint32_t            bind_len;   /* 0: no window for this request */
 	int                 bind_access;
-
-	/* The request's work requests (request.c), built when it is posted
-	 * or staged and read by ibv_post_send: the window's BIND (bind_len
-	 * > 0) chained ahead of the SEND.  A staged slot is on conn->staged
-	 * until the one ibv_post_send of its batch (rb_conn_post_staged). */
-	struct ibv_send_wr  wr_bind;
-	struct ibv_send_wr  wr_send;
-	struct ibv_sge      sge;
-	STAILQ_ENTRY(rb_slot) stage_link;
 };
 
 /* 1 while the request waits for the target (POSTED or INVALIDATING): not
@@ -295,10 +286,6 @@ struct rb_conn {
 	 * wake_fd for a slot it will collect anyway. */
 	STAILQ_HEAD(rb_slot_queue, rb_slot) aio_done;
 	int                         aio_reaping;
-	/* The aio thread's alone: slots claimed and built, their WRs not
-	 * posted yet (rb_conn_stage), oldest first. */
-	struct rb_slot_queue        staged;
-	struct rb_slot             *staged_last;  /* its tail, whose SEND links on */
 
 	/* The housekeeping thread (timer.c): never on the data path. */
 	pthread_t                   timer_thread;
@@ -430,16 +417,6 @@ void rb_conn_claim_locked(struct rb_conn *conn, struct rb_slot *s,
 /* Without the lock: copy in and post.  0, or -EAGAIN (the slot is free again
  * and the connection is dead). */
 int  rb_conn_post(struct rb_conn *conn, struct rb_slot *s, const struct rb_io *io);
-/* Doorbell batching, for the aio thread alone.  Stage: copy in and build
- * the WRs as rb_conn_post does, chained behind those already staged, and
- * post nothing.  Post staged: every staged WR in one ibv_post_send.  A
- * slot whose SEND was not posted (the post failed at or before it, or the
- * connection is dead or its direct region fenced, so nothing is posted at
- * all) is FREE again, its aio (if still set) handed to unposted, oldest
- * first; the connection is then dead.  Returns how many were not posted. */
-void rb_conn_stage(struct rb_conn *conn, struct rb_slot *s, const struct rb_io *io);
-typedef void rb_unposted_fn(void *opaque, struct rb_aio *a);
-unsigned rb_conn_post_staged(struct rb_conn *conn, rb_unposted_fn *unposted, void *opaque);
 /* Without the lock, s DONE: copy out, release the slot, map the reply. */
 int  rb_conn_finish(struct rb_conn *conn, struct rb_slot *s, struct rb_io *io);
 

@@ -125,9 +125,6 @@ struct rb_stats {
 	uint64_t leader_sleeps;    /* a waiting leader slept in poll() */
 	uint64_t follower_wakes;   /* a waiting follower was woken by a condvar */
 	uint64_t handoffs;         /* leadership passed to a follower */
-	/* ibv_post_send calls that carried requests: one per request, or one
-	 * per batch of asynchronous requests (rb_aio_plug). */
-	uint64_t doorbells;
 };
 
 /* I/O flags. */
@@ -225,12 +222,6 @@ int rb_aio_set_region(struct rb_client *c, void *base, size_t len);
 int rb_aio_fd(struct rb_client *c);
 /* Requests submitted and not yet reaped. */
 unsigned rb_aio_outstanding(struct rb_client *c);
-/* Doorbell batching: between rb_aio_plug and rb_aio_unplug, what
- * rb_aio_submit and rb_aio_reap would post is only staged, and unplug
- * posts all of it in one ibv_post_send (one doorbell, one syscall on a
- * software device).  Unplugged, each call posts what it staged itself. */
-void rb_aio_plug(struct rb_client *c);
-void rb_aio_unplug(struct rb_client *c);
 
 /* Ask the target for the exports this address may see: cb is called once
  * per export; a non-zero return from cb stops and is returned. */

@@ -21,59 +21,42 @@ copy_timed(struct rb_conn *conn, void *dst, const void *src, size_t len)
 	__atomic_add_fetch(&conn->cfg.stats->copy_bytes, len, __ATOMIC_RELAXED);
 }
 
-/* Build slot s's work requests for ri in the slot: the SEND and, for a
- * window, its BIND chained ahead of it.  The first to post. */
-static struct ibv_send_wr *
-build_wrs(struct rb_conn *conn, struct rb_slot *s, const struct rb_req_info *ri)
-{
-	struct ibv_send_wr *bind = &s->wr_bind;
-
-	rb_conn_send_wr(conn, &s->wr_send, &s->sge, s->send_buf,
-			rb_request_encode(s->send_buf, ri), &s->ctx);
-	if (s->bind_len == 0)
-		return &s->wr_send;
-	/* Bind the slot's window over exactly the request's bytes, on this
-	 * QP, ahead of the SEND: the target sees the key only after the
-	 * bind (send queue order). */
-	memset(bind, 0, sizeof(*bind));
-	bind->wr_id = (uintptr_t)&s->bind_ctx;
-	bind->opcode = IBV_WR_BIND_MW;
-	bind->bind_mw.mw = s->mw;
-	bind->bind_mw.rkey = s->rkey;
-	bind->bind_mw.bind_info.mr = s->direct != NULL ? conn->direct_mr : conn->data.mr;
-	bind->bind_mw.bind_info.addr = (uintptr_t)(s->direct != NULL ? s->direct : s->data);
-	bind->bind_mw.bind_info.length = s->bind_len;
-	bind->bind_mw.bind_info.mw_access_flags = (unsigned)s->bind_access;
-	bind->next = &s->wr_send;
-	/* The test hook: name a stale current key, which the device must
-	 * refuse (rxe: IBV_WC_MW_BIND_ERR), like any failed bind. */
-	if (conn->fault_bind != 0 &&
-	    __atomic_add_fetch(&conn->binds, 1, __ATOMIC_RELAXED) % conn->fault_bind == 0)
-		s->mw->rkey = ibv_inc_rkey(s->rkey);
-	return bind;
-}
-
-/* After a post of s's WRs: providers read mw->rkey as the window's current
- * key (rxe checks it against its own), so once the BIND was posted that is
- * the new key. */
-static void
-bind_posted(struct rb_slot *s)
-{
-	if (s->bind_len != 0)
-		s->mw->rkey = s->rkey;
-}
-
 /* Post the request SEND of slot s (with, for a window, its BIND ahead of
  * it); under conn->lock or by its owner. */
 int
 rb_post_request(struct rb_conn *conn, struct rb_slot *s, const struct rb_req_info *ri)
 {
-	struct ibv_send_wr *bad;
+	struct ibv_send_wr wr, bind, *bad;
+	struct ibv_sge sge;
 	int r;
 
-	r = ibv_post_send(conn->id->qp, build_wrs(conn, s, ri), &bad);
-	if (r == 0 || bad == &s->wr_send)
-		bind_posted(s);
+	rb_conn_send_wr(conn, &wr, &sge, s->send_buf,
+			rb_request_encode(s->send_buf, ri), &s->ctx);
+	if (s->bind_len == 0)
+		return -ibv_post_send(conn->id->qp, &wr, &bad);
+	/* Bind the slot's window over exactly the request's bytes, on this
+	 * QP, ahead of the SEND: the target sees the key only after the
+	 * bind (send queue order). */
+	memset(&bind, 0, sizeof(bind));
+	bind.wr_id = (uintptr_t)&s->bind_ctx;
+	bind.opcode = IBV_WR_BIND_MW;
+	bind.bind_mw.mw = s->mw;
+	bind.bind_mw.rkey = s->rkey;
+	bind.bind_mw.bind_info.mr = s->direct != NULL ? conn->direct_mr : conn->data.mr;
+	bind.bind_mw.bind_info.addr = (uintptr_t)(s->direct != NULL ? s->direct : s->data);
+	bind.bind_mw.bind_info.length = s->bind_len;
+	bind.bind_mw.bind_info.mw_access_flags = (unsigned)s->bind_access;
+	bind.next = &wr;
+	/* The test hook: name a stale current key, which the device must
+	 * refuse (rxe: IBV_WC_MW_BIND_ERR), like any failed bind. */
+	if (conn->fault_bind != 0 &&
+	    __atomic_add_fetch(&conn->binds, 1, __ATOMIC_RELAXED) % conn->fault_bind == 0)
+		s->mw->rkey = ibv_inc_rkey(s->rkey);
+	r = ibv_post_send(conn->id->qp, &bind, &bad);
+	/* Providers read mw->rkey as the window's current key (rxe checks
+	 * it against its own): once bound, that is the new key. */
+	if (r == 0 || bad == &wr)
+		s->mw->rkey = s->rkey;
 	return -r;
 }
 
@@ -172,7 +155,6 @@ rb_conn_post(struct rb_conn *conn, struct rb_slot *s, const struct rb_io *io)
 	/* The slot is ours until we put it back: no lock for the copy. */
 	prepare(conn, s, io, &ri);
 	r = rb_post_request(conn, s, &ri);
-	__atomic_add_fetch(&conn->cfg.stats->doorbells, 1, __ATOMIC_RELAXED);
 	if (r == 0)
 		return 0;
 	pthread_mutex_lock(&conn->lock);
@@ -184,78 +166,6 @@ rb_conn_post(struct rb_conn *conn, struct rb_slot *s, const struct rb_io *io)
 	if (todo & RB_SLOT_DO_CREDIT)
 		pthread_cond_signal(&conn->slot_cond);
 	return -EAGAIN;
-}
-
-void
-rb_conn_stage(struct rb_conn *conn, struct rb_slot *s, const struct rb_io *io)
-{
-	struct rb_req_info ri;
-	struct ibv_send_wr *first;
-
-	prepare(conn, s, io, &ri);
-	first = build_wrs(conn, s, &ri);
-	if (!STAILQ_EMPTY(&conn->staged))
-		conn->staged_last->wr_send.next = first;
-	STAILQ_INSERT_TAIL(&conn->staged, s, stage_link);
-	conn->staged_last = s;
-}
-
-static struct ibv_send_wr *
-first_wr(struct rb_slot *s)
-{
-	return s->bind_len != 0 ? &s->wr_bind : &s->wr_send;
-}
-
-unsigned
-rb_conn_post_staged(struct rb_conn *conn, rb_unposted_fn *unposted, void *opaque)
-{
-	struct rb_slot *s = STAILQ_FIRST(&conn->staged);
-	struct ibv_send_wr *bad = NULL;
-	unsigned failed = 0, todo = 0;
-	int r = 0, reached = 0, dead;
-
-	if (s == NULL)
-		return 0;
-	/* Dead (its QP in the error state), or fenced by reclaim (aio.c):
-	 * nothing is posted, and no WR may name the deregistered region. */
-	dead = __atomic_load_n(&conn->dead, __ATOMIC_ACQUIRE) || conn->direct_fenced;
-	if (dead) {
-		reached = 1;
-	} else {
-		r = ibv_post_send(conn->id->qp, first_wr(s), &bad);
-		__atomic_add_fetch(&conn->cfg.stats->doorbells, 1, __ATOMIC_RELAXED);
-	}
-	if (r != 0 && bad == NULL)
-		reached = 1;    /* no provider does this: take nothing as posted */
-	pthread_mutex_lock(&conn->lock);
-	while ((s = STAILQ_FIRST(&conn->staged)) != NULL) {
-		struct rb_aio *a;
-
-		STAILQ_REMOVE_HEAD(&conn->staged, stage_link);
-		/* bad_wr is the first WR not posted: those ahead of it were. */
-		if (r != 0 && !reached && (bad == first_wr(s) || bad == &s->wr_send))
-			reached = 1;
-		if (!reached || (!dead && bad == &s->wr_send))
-			bind_posted(s);
-		if (!reached)
-			continue;
-		a = s->aio;
-		s->aio = NULL;
-		todo |= rb_slot_event_locked(conn, s, RB_SLOT_EV_POST_FAILED);
-		if (a != NULL)
-			unposted(opaque, a);
-		failed++;
-	}
-	conn->staged_last = NULL;
-	if (failed > 0 && !dead) {
-		rb_log(RB_LOG_ERROR, "%u request(s) of a batch: ibv_post_send: %s",
-		       failed, strerror(r));
-		rb_conn_mark_dead_locked(conn, "cannot post a request");
-	}
-	pthread_mutex_unlock(&conn->lock);
-	if (todo & RB_SLOT_DO_CREDIT)
-		pthread_cond_signal(&conn->slot_cond);
-	return failed;
 }
 
 /* A BLOCK_STATUS reply's extents, from the slot's buffer into io (before

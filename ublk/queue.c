@@ -147,8 +147,6 @@ ub_queue_destroy(struct ub_queue *q)
 		ub_info("queue %u: %llu requests, %llu resent, %llu bytes copied by the library",
 			q->id, (unsigned long long)st.requests, (unsigned long long)st.resent,
 			(unsigned long long)st.copy_bytes);
-		ub_info("queue %u: %llu doorbells (ibv_post_send calls) for its requests",
-			q->id, (unsigned long long)st.doorbells);
 	}
 	rb_client_close(q->client);
 	q->client = NULL;
@@ -316,9 +314,6 @@ ub_queue_run(void *arg)
 			ub_log("queue %u: io_uring: %s", q->id, strerror(-r));
 			break;
 		}
-		/* Everything this pass sends (the new requests, and those a
-		 * reaped reply freed a credit for) goes out in one post. */
-		rb_aio_plug(q->client);
 		seen = 0;
 		io_uring_for_each_cqe(&q->ring, head, cqe) {
 			handle_cqe(q, cqe, &reap);
@@ -327,7 +322,6 @@ ub_queue_run(void *arg)
 		io_uring_cq_advance(&q->ring, seen);
 		if (reap)
 			rb_aio_reap(q->client, io_done, q);
-		rb_aio_unplug(q->client);
 		if (q->aborted < q->dev->depth || rb_aio_outstanding(q->client) > 0)
 			arm_poll(q);
 	}
