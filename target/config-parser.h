@@ -60,6 +60,11 @@ struct simple_key {
 int  simple_key(struct parser *p, int line, const struct simple_key *t,
 		void *base, const char *key, const char *val);
 
+/* config-target.c: the [target] keys.  Set every one to its default; parse
+ * one (0: no such key). */
+void target_defaults(struct config *c);
+int  target_key(struct parser *p, int line, const char *key, const char *val);
+
 /* config-export.c: the [export] keys of export_keys, and every other
  * key = value line of the current [export]. */
 extern const struct simple_key export_keys[];

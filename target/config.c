@@ -160,156 +160,6 @@ seen_key(struct parser *p, const char *key)
 	return 0;
 }
 
-static const struct simple_key target_keys[] = {
-	UINT_KEY("queue-depth", struct config, queue_depth, 1, CONFIG_MAX_QUEUE_DEPTH,
-		 "", ""),
-	UINT_KEY("threads", struct config, threads, 1, CONFIG_MAX_LOOPS,
-		 "", " event loops"),
-	UINT_KEY("io-threads", struct config, io_threads, 1, CONFIG_MAX_THREADS, "", ""),
-	UINT_KEY("keepalive", struct config, keepalive, 0, CONFIG_MAX_SECONDS,
-		 "seconds, ", "; 0 disables"),
-	UINT_KEY("handshake-timeout", struct config, handshake_timeout, 1,
-		 CONFIG_MAX_SECONDS, "seconds, ", ""),
-	UINT_KEY("max-connections-total", struct config, max_conns_total, 1,
-		 CONFIG_MAX_CONNS, "", ""),
-	UINT_KEY("max-handshakes", struct config, max_handshakes, 1,
-		 CONFIG_MAX_CONNS, "", ""),
-	UINT_KEY("max-connections-per-address", struct config, max_conns_per_addr, 1,
-		 CONFIG_MAX_CONNS, "", ""),
-	BOOL_KEY("stats", struct config, stats),
-	{ NULL, 0, 0, 0, 0, NULL, NULL },
-};
-
-static const char *const io_engine_names[] = {
-	[IOQ_IO_URING] = "io_uring",
-	[IOQ_THREADS]  = "threads",
-};
-
-static const char *const log_level_names[] = {
-	[LOG_LEVEL_ERROR] = "error",
-	[LOG_LEVEL_WARN]  = "warn",
-	[LOG_LEVEL_INFO]  = "info",
-	[LOG_LEVEL_DEBUG] = "debug",
-};
-
-/* metrics-listen = ADDR:PORT, [IPv6]:PORT, or none. */
-static void
-metrics_listen_key(struct parser *p, int line, const char *val)
-{
-	struct config *c = p->c;
-	char host[64];
-	const char *colon, *h = val;
-	size_t hlen;
-	uint64_t port;
-
-	if (strcasecmp(val, "none") == 0) {
-		c->metrics_listen_len = 0;
-		c->metrics_listen_str[0] = '\0';
-		return;
-	}
-	if (*h == '[') {
-		colon = strstr(h, "]:");
-		h++;
-		hlen = colon != NULL ? (size_t)(colon - h) : 0;
-		colon = colon != NULL ? colon + 1 : NULL;
-	} else {
-		colon = strrchr(h, ':');
-		hlen = colon != NULL ? (size_t)(colon - h) : 0;
-		if (colon != NULL && memchr(h, ':', hlen) != NULL)
-			colon = NULL;        /* an IPv6 address goes in brackets */
-	}
-	if (colon == NULL || hlen == 0 || hlen >= sizeof(host) ||
-	    strlen(val) >= sizeof(c->metrics_listen_str) ||
-	    rb_parse_uint(colon + 1, 1, 65535, &port) < 0) {
-		perr(p, line, "metrics-listen: '%s' is not ADDR:PORT (a numeric IPv4 address "
-		     "or a bracketed IPv6 one, and a port 1..65535), or none", val);
-		return;
-	}
-	memcpy(host, h, hlen);
-	host[hlen] = '\0';
-	if (rb_sockaddr_parse(host, (uint16_t)port, &c->metrics_listen,
-			      &c->metrics_listen_len) < 0) {
-		perr(p, line, "metrics-listen: bad address '%s' (a numeric IPv4 or IPv6 address)",
-		     host);
-		c->metrics_listen_len = 0;
-		return;
-	}
-	snprintf(c->metrics_listen_str, sizeof(c->metrics_listen_str), "%s", val);
-}
-
-static void
-target_key(struct parser *p, int line, const char *key, const char *val)
-{
-	struct config *c = p->c;
-	uint64_t v;
-	int i;
-
-	if (strcmp(key, "listen") == 0) {
-		struct sockaddr_storage ss;
-		socklen_t len;
-
-		p->listen_seen = 1;
-		if (strlen(val) >= sizeof(c->listen_host) ||
-		    rb_sockaddr_parse(val, RB_DEFAULT_PORT, &ss, &len) < 0) {
-			perr(p, line, "listen: bad address '%s' (a numeric IPv4 or IPv6 address)",
-			     val);
-			return;
-		}
-		snprintf(c->listen_host, sizeof(c->listen_host), "%s", val);
-		c->listen = ss;
-		c->listen_len = len;
-	} else if (strcmp(key, "port") == 0) {
-		if (rb_parse_uint(val, 1, 65535, &v) < 0)
-			perr(p, line, "port: bad port '%s' (1..65535)", val);
-		else
-			c->port = (uint16_t)v;
-	} else if (strcmp(key, "max-io") == 0) {
-		if (parse_size_key(p, line, key, val, &v) < 0)
-			return;
-		if (v < 4096 || v > CONFIG_MAX_MAX_IO || v % CONFIG_BLOCK != 0)
-			perr(p, line, "max-io: %s must be a multiple of 512 between 4K and 16M",
-			     val);
-		else
-			c->max_io = (uint32_t)v;
-	} else if (strcmp(key, "io-engine") == 0) {
-		i = parse_choice_key(p, line, key, val, io_engine_names, 2);
-		if (i >= 0)
-			c->io_engine = (enum ioq_engine)i;
-	} else if (strcmp(key, "log-level") == 0) {
-		i = parse_choice_key(p, line, key, val, log_level_names, 4);
-		if (i >= 0)
-			c->log_level = i;
-	} else if (strcmp(key, "buffer-pool") == 0) {
-		if (parse_size_key(p, line, key, val, &v) < 0)
-			return;
-		if (v == 0 || v > (64ull << 30))
-			perr(p, line, "buffer-pool: %s is out of range (up to 64G)", val);
-		else
-			c->buffer_pool = v;
-	} else if (strcmp(key, "inline-max") == 0) {
-		if (parse_size_key(p, line, key, val, &v) < 0)
-			return;
-		if (v > RB_INLINE_MAX)
-			perr(p, line, "inline-max: %s is larger than %u", val, RB_INLINE_MAX);
-		else
-			c->inline_max = (uint32_t)v;
-	} else if (strcmp(key, "metrics-listen") == 0) {
-		metrics_listen_key(p, line, val);
-	} else if (strcmp(key, "admin-socket") == 0) {
-		c->admin_socket_set = 1;
-		if (strcasecmp(val, "none") == 0)
-			c->admin_socket[0] = '\0';
-		else if (val[0] != '/' || strlen(val) >= sizeof(c->admin_socket))
-			perr(p, line, "admin-socket: '%s' is not an absolute path of at most "
-			     "%zu bytes (or none)", val, sizeof(c->admin_socket) - 1);
-		else
-			snprintf(c->admin_socket, sizeof(c->admin_socket), "%s", val);
-	} else {
-		perr(p, line, "unknown key '%s' in [target]", key);
-	}
-}
-
-
 /* Open and size the export's backing store (backing-open.c), reporting a
  * failure at the line of the key it is about. */
 static void
@@ -466,8 +316,8 @@ parse_line(struct parser *p, int line, char *raw)
 		return;
 	}
 	if (p->in_target) {
-		if (!simple_key(p, line, target_keys, p->c, key, val))
-			target_key(p, line, key, val);
+		if (!target_key(p, line, key, val))
+			perr(p, line, "unknown key '%s' in [target]", key);
 	} else if (!simple_key(p, line, export_keys, p->cur, key, val)) {
 		export_key(p, line, key, val);
 	}
@@ -488,6 +338,15 @@ check_loops_rbd(struct parser *p)
 			     "(threads = %u)", e->name, p->c->threads);
 }
 
+void
+config_listen_port(struct config *c)
+{
+	if (c->listen.ss_family == AF_INET)
+		((struct sockaddr_in *)&c->listen)->sin_port = htons(c->port);
+	else if (c->listen.ss_family == AF_INET6)
+		((struct sockaddr_in6 *)&c->listen)->sin6_port = htons(c->port);
+}
+
 static void
 check_target(struct parser *p, int last_line)
 {
@@ -501,10 +360,7 @@ check_target(struct parser *p, int last_line)
 		     "missing [target] section with listen =");
 		return;
 	}
-	if (c->listen.ss_family == AF_INET)
-		((struct sockaddr_in *)&c->listen)->sin_port = htons(c->port);
-	else
-		((struct sockaddr_in6 *)&c->listen)->sin6_port = htons(c->port);
+	config_listen_port(c);
 	if (c->buffer_pool < c->max_io)
 		perr(p, line, "buffer-pool (%llu bytes) is smaller than max-io (%u bytes)",
 		     (unsigned long long)c->buffer_pool, c->max_io);
@@ -525,7 +381,6 @@ config_load(const char *file, int flags, config_error_fn *err, void *arg,
 	char *buf = NULL;
 	size_t cap = 0;
 	int line = 0;
-	long n;
 	ssize_t got;
 
 	memset(&p, 0, sizeof(p));
@@ -541,23 +396,7 @@ config_load(const char *file, int flags, config_error_fn *err, void *arg,
 		return NULL;
 	}
 	p.c = c;
-	c->port = RB_DEFAULT_PORT;
-	c->queue_depth = CONFIG_DEFAULT_QUEUE_DEPTH;
-	c->max_io = CONFIG_DEFAULT_MAX_IO;
-	n = sysconf(_SC_NPROCESSORS_ONLN);
-	c->io_threads = n < 1 ? 1 : n > CONFIG_MAX_THREADS ? CONFIG_MAX_THREADS : (unsigned)n;
-	c->threads = 1;
-	c->io_engine = IOQ_IO_URING;
-	c->log_level = LOG_LEVEL_INFO;
-	c->buffer_pool = CONFIG_DEFAULT_POOL;
-	c->inline_max = CONFIG_DEFAULT_INLINE_MAX;
-	snprintf(c->admin_socket, sizeof(c->admin_socket), "%s", CONFIG_DEFAULT_ADMIN_SOCKET);
-	c->stats = 1;
-	c->keepalive = CONFIG_DEFAULT_KEEPALIVE;
-	c->handshake_timeout = CONFIG_DEFAULT_HANDSHAKE;
-	c->max_conns_total = CONFIG_DEFAULT_MAX_CONNS_TOTAL;
-	c->max_handshakes = CONFIG_DEFAULT_MAX_HANDSHAKES;
-	c->max_conns_per_addr = CONFIG_DEFAULT_MAX_CONNS_PER_ADDR;
+	target_defaults(c);
 
 	f = fopen(file, "re");
 	if (f == NULL) {

@@ -129,6 +129,14 @@ typedef void config_error_fn(void *arg, const char *msg);
 struct config *config_load(const char *file, int flags, config_error_fn *err,
 			   void *arg, unsigned *nerrors);
 void config_free(struct config *c);
+/* A reload (config-target.c): every [target] key that needs a restart and
+ * differs in nc from the running config run gets one "reload: KEY = NEW
+ * needs a restart; keeping OLD" (to fn, or log_warnx when fn is NULL),
+ * and its running value back in nc.  Returns how many. */
+unsigned config_keep_restart_only(const struct config *run, struct config *nc,
+				  config_error_fn *fn, void *arg);
+/* Put c->port into c->listen. */
+void config_listen_port(struct config *c);
 /* backing-open.c: the key of the export's section an error is about. */
 enum backing_key {
 	BACKING_KEY_PATH,

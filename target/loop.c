@@ -50,7 +50,7 @@ ep_watch(int epfd, int fd, uint32_t events, struct ep_handler *eh, enum ep_type 
 static void
 loop_reload(struct target *t)
 {
-	struct config *nc;
+	struct config *nc, *old;
 	unsigned nerrors = 0;
 
 	log_info("SIGHUP: reloading %s", t->config_file);
@@ -61,38 +61,17 @@ loop_reload(struct target *t)
 		stats_count(t, &t->stats.reloads[STATS_RELOAD_REJECTED]);
 		return;
 	}
-	if (memcmp(&nc->listen, &t->cfg->listen, sizeof(nc->listen)) != 0 ||
-	    nc->port != t->cfg->port)
-		log_warnx("reload: listen/port changes need a restart; still on %s port %u",
-			  t->cfg->listen_host, t->cfg->port);
-	if (nc->max_io != t->cfg->max_io || nc->buffer_pool != t->cfg->buffer_pool ||
-	    nc->threads != t->cfg->threads || nc->io_threads != t->cfg->io_threads ||
-	    nc->io_engine != t->cfg->io_engine)
-		log_warnx("reload: max-io, buffer-pool, threads, io-threads and io-engine "
-			  "changes need a restart");
-	/* What may change live. */
-	t->cfg->queue_depth = nc->queue_depth;
-	t->cfg->inline_max = nc->inline_max;
-	t->cfg->log_level = nc->log_level;
-	t->cfg->stats = nc->stats;
-	t->cfg->keepalive = nc->keepalive;
-	t->cfg->handshake_timeout = nc->handshake_timeout;
-	/* New limits apply to new connections; none already set up is cut. */
-	t->cfg->max_conns_total = nc->max_conns_total;
-	t->cfg->max_handshakes = nc->max_handshakes;
-	t->cfg->max_conns_per_addr = nc->max_conns_per_addr;
-	memlock_check(t->cfg);
-	if (strcmp(nc->admin_socket, t->cfg->admin_socket) != 0)
-		log_warnx("reload: admin-socket changes need a restart; still on %s",
-			  t->cfg->admin_socket[0] ? t->cfg->admin_socket : "none");
-	if (strcmp(nc->metrics_listen_str, t->cfg->metrics_listen_str) != 0)
-		log_warnx("reload: metrics-listen changes need a restart; still on %s",
-			  t->cfg->metrics_listen_str[0] ? t->cfg->metrics_listen_str : "none");
+	/* Restart-only keys keep their running values (each refused by name);
+	 * then the new config replaces the running one, here and only here. */
+	config_keep_restart_only(t->cfg, nc, NULL, NULL);
 	if (log_get_level() < LOG_LEVEL_DEBUG)
 		log_set_level(nc->log_level);
 	config_warn(nc, NULL, NULL);
 	exports_apply(t, nc);
-	config_free(nc);
+	old = t->cfg;
+	t->cfg = nc;
+	memlock_check(t->cfg);
+	config_free(old);
 	stats_count(t, &t->stats.reloads[STATS_RELOAD_APPLIED]);
 }
 
