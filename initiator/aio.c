@@ -19,7 +19,84 @@
 #include "internal.h"
 #include "util.h"
 
-STAILQ_HEAD(aio_list, rb_aio);
+/* The library's words in struct rb_aio (private_): its link on one of the
+ * context's queues, then its deadline.  Copied in and out, never cast. */
+_Static_assert(sizeof(((struct rb_aio *)0)->private_) >= sizeof(struct rb_aio *) +
+	       sizeof(uint64_t), "struct rb_aio's private words hold a link and a deadline");
+
+static struct rb_aio *
+next_of(const struct rb_aio *a)
+{
+	struct rb_aio *n;
+
+	memcpy(&n, &a->private_[0], sizeof(n));
+	return n;
+}
+
+static void
+set_next(struct rb_aio *a, struct rb_aio *n)
+{
+	memcpy(&a->private_[0], &n, sizeof(n));
+}
+
+static uint64_t
+deadline_of(const struct rb_aio *a)
+{
+	return a->private_[1];
+}
+
+/* A FIFO of requests, linked through their private words. */
+struct aio_list {
+	struct rb_aio *head, *tail;
+};
+#define AIO_LIST_INIT { NULL, NULL }
+
+static void
+push_tail(struct aio_list *q, struct rb_aio *a)
+{
+	set_next(a, NULL);
+	if (q->tail != NULL)
+		set_next(q->tail, a);
+	else
+		q->head = a;
+	q->tail = a;
+}
+
+static void
+push_head(struct aio_list *q, struct rb_aio *a)
+{
+	set_next(a, q->head);
+	q->head = a;
+	if (q->tail == NULL)
+		q->tail = a;
+}
+
+static struct rb_aio *
+pop(struct aio_list *q)
+{
+	struct rb_aio *a = q->head;
+
+	if (a != NULL) {
+		q->head = next_of(a);
+		if (q->head == NULL)
+			q->tail = NULL;
+	}
+	return a;
+}
+
+/* Append all of r to q; r is empty after. */
+static void
+concat(struct aio_list *q, struct aio_list *r)
+{
+	if (r->head == NULL)
+		return;
+	if (q->tail != NULL)
+		set_next(q->tail, r->head);
+	else
+		q->head = r->head;
+	q->tail = r->tail;
+	r->head = r->tail = NULL;
+}
 
 struct rb_aio_ctx {
 	int             epfd;
@@ -44,8 +121,6 @@ ctx_get(struct rb_client *c)
 		rb_log(RB_LOG_ERROR, "aio: out of memory");
 		return NULL;
 	}
-	STAILQ_INIT(&x->pending);
-	STAILQ_INIT(&x->done);
 	x->epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (x->epfd < 0) {
 		rb_log(RB_LOG_ERROR, "aio: epoll_create1: %s", strerror(errno));
@@ -94,23 +169,11 @@ rb_aio_ctx_destroy(struct rb_aio_ctx *x)
 	free(x);
 }
 
-static struct rb_aio *
-pop(struct aio_list *q)
-{
-	struct rb_aio *a = STAILQ_FIRST(q);
-
-	if (a != NULL)
-		STAILQ_REMOVE_HEAD(q, next_);
-	return a;
-}
-
 static void
 finished(struct rb_aio_ctx *x, struct rb_aio *a, int result)
 {
 	a->result = result;
-	a->conn_ = NULL;
-	a->slot_ = NULL;
-	STAILQ_INSERT_TAIL(&x->done, a, next_);
+	push_tail(&x->done, a);
 }
 
 static void
@@ -133,7 +196,7 @@ to_io(const struct rb_aio *a, struct rb_io *io)
 	io->rbuf = a->buf;
 	io->copy_len = a->len;
 	io->wbuf = a->buf;
-	io->deadline_ns = a->deadline_ns_;
+	io->deadline_ns = deadline_of(a);
 }
 
 /* FUA and FLUSH promise stable storage: believe only the target's bit. */
@@ -150,14 +213,14 @@ wants_durable(const struct rb_aio *a)
 static void
 fail_pending(struct rb_aio_ctx *x, int all, int err)
 {
-	struct aio_list keep = STAILQ_HEAD_INITIALIZER(keep);
+	struct aio_list keep = AIO_LIST_INIT;
 	struct rb_aio *a;
 	uint64_t now = rb_now_ns();
 	unsigned failed = 0;
 	struct rb_io io;
 
 	while ((a = pop(&x->pending)) != NULL) {
-		if (a->deadline_ns_ <= now) {
+		if (deadline_of(a) <= now) {
 			to_io(a, &io);
 			rb_log(RB_LOG_ERROR, "%s %u@%llu: connection lost and not "
 			       "restored within the timeout", rb_opcode_name(io.opcode),
@@ -165,10 +228,10 @@ fail_pending(struct rb_aio_ctx *x, int all, int err)
 			finished(x, a, -EIO);
 			failed++;
 		} else {
-			STAILQ_INSERT_TAIL(&keep, a, next_);
+			push_tail(&keep, a);
 		}
 	}
-	STAILQ_CONCAT(&x->pending, &keep);
+	concat(&x->pending, &keep);
 	if (all && failed == 0)
 		while ((a = pop(&x->pending)) != NULL)
 			finished(x, a, err);
@@ -184,7 +247,7 @@ live_conn(struct rb_client *c, struct rb_aio_ctx *x)
 	struct rb_conn *conn;
 	int err = -EIO;
 
-	while (!STAILQ_EMPTY(&x->pending)) {
+	while (x->pending.head != NULL) {
 		if (x->watched != NULL) {
 			if (!__atomic_load_n(&x->watched->dead, __ATOMIC_ACQUIRE))
 				return x->watched;
@@ -194,7 +257,7 @@ live_conn(struct rb_client *c, struct rb_aio_ctx *x)
 			collect(c, x, x->watched);
 			unwatch(x);
 		}
-		conn = rb_client_get_conn(c, STAILQ_FIRST(&x->pending)->deadline_ns_, &err);
+		conn = rb_client_get_conn(c, deadline_of(x->pending.head), &err);
 		if (conn != NULL) {
 			watch(x, conn);
 			/* Armed before the first post: its reply raises the fd
@@ -256,7 +319,7 @@ pump(struct rb_client *c, struct rb_aio_ctx *x)
 	struct rb_io io;
 
 	while ((conn = live_conn(c, x)) != NULL) {
-		a = STAILQ_FIRST(&x->pending);
+		a = x->pending.head;
 		to_io(a, &io);
 		io.direct = direct_ok(x, conn, a);
 		pthread_mutex_lock(&conn->lock);
@@ -273,14 +336,8 @@ pump(struct rb_client *c, struct rb_aio_ctx *x)
 		s->aio = a;
 		pthread_mutex_unlock(&conn->lock);
 		pop(&x->pending);
-		a->conn_ = conn;
-		a->slot_ = s;
-		if (rb_conn_post(conn, s, &io) < 0) {
-			/* Not posted; the connection is dead now. */
-			a->conn_ = NULL;
-			a->slot_ = NULL;
-			STAILQ_INSERT_HEAD(&x->pending, a, next_);
-		}
+		if (rb_conn_post(conn, s, &io) < 0)
+			push_head(&x->pending, a);  /* not posted; the connection is dead now */
 	}
 }
 
@@ -312,10 +369,8 @@ rb_aio_submit(struct rb_client *c, struct rb_aio *a)
 			return r;
 	}
 	a->result = 0;
-	a->conn_ = NULL;
-	a->slot_ = NULL;
-	a->deadline_ns_ = rb_deadline_after(rb_client_timeout_ns(c));
-	STAILQ_INSERT_TAIL(&x->pending, a, next_);
+	a->private_[1] = rb_deadline_after(rb_client_timeout_ns(c));
+	push_tail(&x->pending, a);
 	x->outstanding++;
 	pump(c, x);
 	return 0;
@@ -347,7 +402,7 @@ reclaim_locked(struct rb_conn *conn, struct rb_aio_ctx *x, struct rb_client *c)
 		struct rb_slot *s = &conn->slots[i];
 
 		if (s->aio != NULL && rb_slot_awaiting(s) &&
-		    s->aio->deadline_ns_ <= now) {
+		    deadline_of(s->aio) <= now) {
 			to_io(s->aio, &io);
 			rb_log(RB_LOG_ERROR, "%s %u@%llu: no reply from %s:%u within "
 			       "the timeout", rb_opcode_name(io.opcode), io.length,
@@ -365,9 +420,7 @@ reclaim_locked(struct rb_conn *conn, struct rb_aio_ctx *x, struct rb_client *c)
 		struct rb_slot *s = &conn->slots[i];
 
 		if (s->aio != NULL && rb_slot_awaiting(s)) {
-			s->aio->conn_ = NULL;
-			s->aio->slot_ = NULL;
-			STAILQ_INSERT_HEAD(&x->pending, s->aio, next_);
+			push_head(&x->pending, s->aio);
 			s->aio = NULL;
 			rb_client_count_resent(c);
 		}
@@ -436,9 +489,7 @@ collect(struct rb_client *c, struct rb_aio_ctx *x, struct rb_conn *conn)
 		if (r == -EAGAIN) {
 			/* Not done there: again (request.c), unless its
 			 * deadline passed (fail_pending). */
-			a->conn_ = NULL;
-			a->slot_ = NULL;
-			STAILQ_INSERT_TAIL(&x->pending, a, next_);
+			push_tail(&x->pending, a);
 			rb_client_count_resent(c);
 			continue;
 		}

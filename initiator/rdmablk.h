@@ -24,7 +24,6 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include <sys/queue.h>
 
 #define RDMABLK_VERSION "0.1.0"
 
@@ -187,11 +186,9 @@ struct rb_aio {
 	uint64_t  user;        /* the caller's tag, untouched */
 	/* Set when reaped: 0 or a negative errno. */
 	int       result;
-	/* Private to the library. */
-	STAILQ_ENTRY(rb_aio) next_;   /* <sys/queue.h> */
-	void     *conn_;
-	void     *slot_;
-	uint64_t  deadline_ns_;
+	/* The library's while the request is submitted; meaningless to the
+	 * caller. */
+	uint64_t  private_[2];
 };
 
 /* Queue a request; it is posted at once when a credit is free.  0, or a
