@@ -13,24 +13,10 @@
 #include "../../target/config.h"
 #include "../../target/log.h"
 #include "check.h"
+#include "said.h"
 
 static char dir[] = "/tmp/rdmablk-test-config-reload.XXXXXX";
 static char conf[512];
-
-struct said {
-	char text[4096];
-	unsigned n;
-};
-
-static void
-collect(void *arg, const char *msg)
-{
-	struct said *s = arg;
-	size_t len = strlen(s->text);
-
-	s->n++;
-	snprintf(s->text + len, sizeof(s->text) - len, "%s%s", len ? "; " : "", msg);
-}
 
 /* A config of these [target] lines (with listen = 127.0.0.1 unless they
  * say listen). */
@@ -71,12 +57,12 @@ refused(const char *key, const char *run_line, const char *new_line, const char 
 	unsigned n;
 
 	memset(&s, 0, sizeof(s));
-	n = config_keep_restart_only(run, nc, collect, &s);
+	n = config_keep_restart_only(run, nc, said_collect, &s);
 	checkf(n == 1 && strstr(s.text, msg) != NULL, "%s: refused as \"%s\" (said: %s)", key,
 	       msg, s.n ? s.text : "nothing");
 	/* What was kept is the running value: a second diff finds nothing. */
 	memset(&s, 0, sizeof(s));
-	n = config_keep_restart_only(run, nc, collect, &s);
+	n = config_keep_restart_only(run, nc, said_collect, &s);
 	checkf(n == 0 && s.n == 0, "%s: the running value is back in the new config", key);
 	again = load(run_line);
 	checkf(listen_port(nc) == listen_port(again), "%s: the listen address keeps port %u",
@@ -124,7 +110,7 @@ main(void)
 		  "log-level = debug\nhandshake-timeout = 7\nmax-connections-total = 9\n"
 		  "max-handshakes = 8\nmax-connections-per-address = 7\n");
 	memset(&s, 0, sizeof(s));
-	n = config_keep_restart_only(run, nc, collect, &s);
+	n = config_keep_restart_only(run, nc, said_collect, &s);
 	checkf(n == 0 && s.n == 0, "the keys a reload may change are not refused (said: %s)",
 	       s.n ? s.text : "nothing");
 	checkf(nc->queue_depth == 16 && nc->inline_max == 2048 && nc->keepalive == 3 &&
@@ -134,7 +120,7 @@ main(void)
 	config_free(nc);
 	nc = load("");
 	memset(&s, 0, sizeof(s));
-	n = config_keep_restart_only(run, nc, collect, &s);
+	n = config_keep_restart_only(run, nc, said_collect, &s);
 	checkf(n == 0 && s.n == 0, "an unchanged file: nothing refused");
 	config_free(nc);
 	config_free(run);

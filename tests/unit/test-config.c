@@ -12,24 +12,11 @@
 #include "../../target/config.h"
 #include "../../target/log.h"
 #include "check.h"
+#include "said.h"
 
 static char dir[] = "/tmp/rdmablk-test-config.XXXXXX";
 static char conf[512], img[512], img2[512];
 
-struct errors {
-	char text[4096];
-	unsigned n;
-};
-
-static void
-collect(void *arg, const char *msg)
-{
-	struct errors *e = arg;
-	size_t len = strlen(e->text);
-
-	e->n++;
-	snprintf(e->text + len, sizeof(e->text) - len, "%s\n", msg);
-}
 
 static void
 write_conf(const char *text)
@@ -43,14 +30,14 @@ write_conf(const char *text)
 }
 
 static struct config *
-load(const char *text, int flags, struct errors *e)
+load(const char *text, int flags, struct said *e)
 {
 	unsigned n = 0;
 	struct config *c;
 
 	memset(e, 0, sizeof(*e));
 	write_conf(text);
-	c = config_load(conf, flags, collect, e, &n);
+	c = config_load(conf, flags, said_collect, e, &n);
 	if (n != e->n)
 		checkf(0, "error count %u matches reported errors %u", n, e->n);
 	return c;
@@ -61,7 +48,7 @@ load(const char *text, int flags, struct errors *e)
 static void
 expect_error(const char *name, const char *text, int line, const char *what)
 {
-	struct errors e;
+	struct said e;
 	struct config *c = load(text, CONFIG_CHECK, &e);
 	char where[600];
 
@@ -114,7 +101,7 @@ int
 main(void)
 {
 	char text[4096], buf[512];
-	struct errors e;
+	struct said e;
 	struct config *c;
 	const struct cfg_export *x;
 	struct stat st;
@@ -441,7 +428,7 @@ main(void)
 		      e.n ? e.text : "none");
 		if (c != NULL) {
 			memset(&e, 0, sizeof(e));
-			n = config_warn(c, collect, &e);
+			n = config_warn(c, said_collect, &e);
 			snprintf(where, sizeof(where), "%s:12: warning: export open is writable by "
 				 "any initiator: it has no secret-file and no allow list", conf);
 			checkf(n == 1 && e.n == 1 && strstr(e.text, where) != NULL &&
@@ -456,10 +443,10 @@ main(void)
 	/* missing config file */
 	{
 		unsigned n = 0;
-		struct errors e2;
+		struct said e2;
 
 		memset(&e2, 0, sizeof(e2));
-		c = config_load("/nonexistent/rdmablk.conf", CONFIG_CHECK, collect, &e2, &n);
+		c = config_load("/nonexistent/rdmablk.conf", CONFIG_CHECK, said_collect, &e2, &n);
 		checkf(c == NULL && n == 1 && strstr(e2.text, "/nonexistent/rdmablk.conf") != NULL,
 		      "missing config file is an error naming it");
 	}
