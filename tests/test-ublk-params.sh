@@ -30,6 +30,9 @@ expect_fail not-key-value "'disk0' is not key=value" add "$A" disk0
 expect_fail bad-port "invalid port '99999'" add "$A" export=disk0 port=99999
 expect_fail bad-qd "invalid queue-depth '0'" add "$A" export=disk0 queue-depth=0
 expect_fail bad-queues "invalid queues '17'" add "$A" export=disk0 queues=17
+expect_fail no-connections "invalid connections '0': expected an integer in 1..8" \
+    add "$A" export=disk0 connections=0
+expect_fail bad-connections "invalid connections '9'" add "$A" export=disk0 connections=9
 expect_fail bad-export "invalid export '-x'" add "$A" export=-x
 expect_fail bad-mr "mr: 'sometimes' is not window or static" add "$A" export=disk0 mr=sometimes
 expect_fail bad-host "hostname 'no-such-host.invalid'" add hostname=no-such-host.invalid export=disk0

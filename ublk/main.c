@@ -1,6 +1,7 @@
 /* rdmablk-ublk: serve an rdmablk export as /dev/ublkbN.
  *
  *   rdmablk-ublk add [--foreground] hostname=H[,H2...] export=E [port=P] [queues=N]
+ *                    [connections=N]
  *                    [queue-depth=N] [timeout=S] [secret-file=F] [...]
  *   rdmablk-ublk del /dev/ublkbN
  *   rdmablk-ublk list
@@ -98,10 +99,10 @@ usage(FILE *f)
 		"       rdmablk-ublk list\n"
 		"keys: hostname export port queue-depth timeout retry keepalive busy-poll\n"
 		"      secret-file mr source-address (as the nbdkit plugin),\n"
-		"      queues=N (1..%u, default 1)\n"
+		"      queues=N (1..%u, default 1), connections=N per queue (1..%u, default 1)\n"
 		"hostname=A,B:PORT,[IPV6]:PORT: targets of one shared export, failover\n"
 		"      in list order\n",
-		UB_MAX_QUEUES);
+		UB_MAX_QUEUES, UB_MAX_CONNS);
 }
 
 /* rdmablk-ublk's own keys first, then the library's. */
@@ -114,6 +115,7 @@ parse_params(struct ub_dev *d, int argc, char **argv)
 
 	rb_opts_init(&d->opts);
 	d->nr_queues = 1;
+	d->nr_conns = 1;
 	for (i = 0; i < argc; i++) {
 		eq = strchr(argv[i], '=');
 		if (eq == NULL || eq == argv[i] || (size_t)(eq - argv[i]) >= sizeof(key)) {
@@ -129,6 +131,15 @@ parse_params(struct ub_dev *d, int argc, char **argv)
 				return -1;
 			}
 			d->nr_queues = (unsigned)v;
+			continue;
+		}
+		if (strcmp(key, "connections") == 0) {
+			if (rb_parse_uint(eq + 1, 1, UB_MAX_CONNS, &v) < 0) {
+				ub_log("invalid connections '%s': expected an integer in 1..%u "
+				       "(RDMA connections per queue)", eq + 1, UB_MAX_CONNS);
+				return -1;
+			}
+			d->nr_conns = (unsigned)v;
 			continue;
 		}
 		r = rb_opts_set(&d->opts, key, eq + 1, err, sizeof(err));

@@ -1,14 +1,19 @@
 /* One ublk queue: its thread fetches requests from /dev/ublkcN through its
- * own io_uring, sends them on its own RDMA connection (asynchronous API),
- * and commits each result together with the next fetch.  The connection's
- * readiness fd is polled through the same ring, so the thread sleeps in
- * one place for both.  With busy-poll=yes it does not sleep while a reply
- * is due: it polls the CQ (the library then never arms it).
+ * own io_uring, sends them on its own RDMA connections (asynchronous API;
+ * connections=N, default 1), and commits each result together with the
+ * next fetch.  Each connection's readiness fd is polled through the same
+ * ring, so the thread sleeps in one place for all of them, and reaps only
+ * the connections that fired.  A request goes to the connection with the
+ * fewest outstanding, the first on a tie: at QD1 every request takes the
+ * first, and a deep queue spreads over them.  With busy-poll=yes it does
+ * not sleep while a reply is due: it polls the CQs (the library then
+ * never arms them).
  *
  * Per tag:  FETCHING --request--> AT_TARGET --reaped--> FETCHING (COMMIT_AND_FETCH)
  *                \--ABORT (device stopping)--> DONE */
 #include <errno.h>
 #include <poll.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -18,7 +23,9 @@
 #include "ublk.h"
 #include "util.h"
 
-#define POLL_TAG    UINT64_MAX
+/* A readiness poll's user_data: this bit and the connection's index (a
+ * tag's is the tag, below 2^16). */
+#define POLL_BIT    (UINT64_C(1) << 63)
 #define TICK_NS     (1000 * 1000 * 1000ll)   /* reap at least this often: timeouts */
 
 enum ub_io_state { UB_IO_FETCHING, UB_IO_AT_TARGET, UB_IO_DONE };
@@ -65,17 +72,45 @@ prep_io_cmd(struct ub_queue *q, unsigned op, unsigned tag, int result)
 	q->ios[tag].state = UB_IO_FETCHING;
 }
 
+/* Poll every connection's readiness fd that is not polled already. */
 static void
-arm_poll(struct ub_queue *q)
+arm_polls(struct ub_queue *q)
 {
 	struct io_uring_sqe *sqe;
+	unsigned i;
 
-	if (q->poll_armed)
-		return;
-	sqe = get_sqe(q);
-	io_uring_prep_poll_add(sqe, rb_aio_fd(q->client), POLLIN);
-	sqe->user_data = POLL_TAG;
-	q->poll_armed = 1;
+	for (i = 0; i < q->nconns; i++) {
+		if (q->poll_armed[i])
+			continue;
+		sqe = get_sqe(q);
+		io_uring_prep_poll_add(sqe, rb_aio_fd(q->conns[i]), POLLIN);
+		sqe->user_data = POLL_BIT | i;
+		q->poll_armed[i] = 1;
+	}
+}
+
+/* Requests submitted and not reaped, over all the queue's connections. */
+static unsigned
+outstanding(struct ub_queue *q)
+{
+	unsigned i, n = 0;
+
+	for (i = 0; i < q->nconns; i++)
+		n += rb_aio_outstanding(q->conns[i]);
+	return n;
+}
+
+static void io_done(void *opaque, struct rb_aio *a);
+
+/* Reap the connections whose bit is in mask. */
+static void
+reap(struct ub_queue *q, unsigned mask)
+{
+	unsigned i;
+
+	for (i = 0; i < q->nconns; i++)
+		if (mask & (1u << i))
+			rb_aio_reap(q->conns[i], io_done, q);
 }
 
 int
@@ -112,19 +147,27 @@ ub_queue_create(struct ub_queue *q)
 		ub_log("queue %u: out of memory", q->id);
 		return -1;
 	}
-	if (q->id == 0 && d->first != NULL) {
-		q->client = d->first;
-		d->first = NULL;
-	} else if (rb_client_open(&d->opts, &q->client) < 0) {
-		q->client = NULL;
-		ub_log("queue %u: cannot connect to the target", q->id);
-		return -1;
+	for (q->nconns = 0; q->nconns < d->nr_conns; q->nconns++) {
+		struct rb_client **cl = &q->conns[q->nconns];
+
+		if (q->id == 0 && q->nconns == 0 && d->first != NULL) {
+			*cl = d->first;
+			d->first = NULL;
+		} else if (rb_client_open(&d->opts, cl) < 0) {
+			*cl = NULL;
+			ub_log("queue %u: cannot open connection %u of %u to the target", q->id,
+			       q->nconns + 1, d->nr_conns);
+			return -1;
+		}
+		/* The kernel copies each request's data into or out of these
+		 * buffers: registered (by each connection, in its own PD), they
+		 * are the one copy (the target moves READs and non-inline
+		 * WRITEs from and to them directly). */
+		if (rb_aio_set_region(*cl, q->bufs, q->bufs_len) < 0) {
+			q->nconns++;        /* closed by ub_queue_destroy */
+			return -1;
+		}
 	}
-	/* The kernel copies each request's data into or out of these buffers:
-	 * registered, they are the one copy (the target moves READs and
-	 * non-inline WRITEs from and to them directly). */
-	if (rb_aio_set_region(q->client, q->bufs, q->bufs_len) < 0)
-		return -1;
 	r = io_uring_queue_init(d->depth + 2, &q->ring, IORING_SETUP_SQE128);
 	if (r < 0) {
 		ub_log("queue %u: io_uring_queue_init: %s", q->id, strerror(-r));
@@ -137,19 +180,27 @@ ub_queue_create(struct ub_queue *q)
 void
 ub_queue_destroy(struct ub_queue *q)
 {
+	unsigned i;
+
 	if (q->ring_ok)
 		io_uring_queue_exit(&q->ring);
 	q->ring_ok = 0;
-	if (q->client != NULL) {
+	for (i = 0; i < q->nconns; i++) {
 		struct rb_stats st;
+		char who[32] = "";
 
-		rb_client_stats(q->client, &st);
-		ub_info("queue %u: %llu requests, %llu resent, %llu bytes copied by the library",
-			q->id, (unsigned long long)st.requests, (unsigned long long)st.resent,
+		if (q->conns[i] == NULL)
+			continue;
+		rb_client_stats(q->conns[i], &st);
+		if (q->nconns > 1)
+			snprintf(who, sizeof(who), " connection %u", i);
+		ub_info("queue %u%s: %llu requests, %llu resent, %llu bytes copied by the library",
+			q->id, who, (unsigned long long)st.requests, (unsigned long long)st.resent,
 			(unsigned long long)st.copy_bytes);
+		rb_client_close(q->conns[i]);
+		q->conns[i] = NULL;
 	}
-	rb_client_close(q->client);
-	q->client = NULL;
+	q->nconns = 0;
 	free(q->ios);
 	q->ios = NULL;
 	if (q->bufs != NULL)
@@ -181,6 +232,22 @@ null_io(void)
 			       "at once; nothing reaches the target, and reads return garbage");
 	}
 	return v;
+}
+
+/* The connection with the fewest requests outstanding, the first on a tie. */
+static unsigned
+least_busy(struct ub_queue *q)
+{
+	unsigned i, best = 0, n, least = rb_aio_outstanding(q->conns[0]);
+
+	for (i = 1; i < q->nconns && least > 0; i++) {
+		n = rb_aio_outstanding(q->conns[i]);
+		if (n < least) {
+			least = n;
+			best = i;
+		}
+	}
+	return best;
 }
 
 /* A request from the kernel: send it, or answer at once. */
@@ -238,7 +305,7 @@ start_io(struct ub_queue *q, unsigned tag)
 		return;
 	}
 	io->state = UB_IO_AT_TARGET;
-	r = rb_aio_submit(q->client, a);
+	r = rb_aio_submit(q->conns[least_busy(q)], a);
 	if (r < 0)
 		prep_io_cmd(q, UB_IO(UBLK_IO_COMMIT_AND_FETCH_REQ), tag, r);
 }
@@ -253,14 +320,18 @@ io_done(void *opaque, struct rb_aio *a)
 	prep_io_cmd(q, UB_IO(UBLK_IO_COMMIT_AND_FETCH_REQ), (unsigned)a->user, res);
 }
 
+/* One CQE: a connection's readiness (its bit goes into *fired), or a
+ * tag's fetch. */
 static void
-handle_cqe(struct ub_queue *q, const struct io_uring_cqe *cqe, int *reap)
+handle_cqe(struct ub_queue *q, const struct io_uring_cqe *cqe, unsigned *fired)
 {
 	unsigned tag;
 
-	if (cqe->user_data == POLL_TAG) {
-		q->poll_armed = 0;
-		*reap = 1;
+	if (cqe->user_data & POLL_BIT) {
+		unsigned i = (unsigned)(cqe->user_data & ~POLL_BIT);
+
+		q->poll_armed[i] = 0;
+		*fired |= 1u << i;
 		return;
 	}
 	tag = (unsigned)cqe->user_data;
@@ -282,8 +353,8 @@ ub_queue_run(void *arg)
 	struct ub_queue *q = arg;
 	struct __kernel_timespec tick = { .tv_sec = 0, .tv_nsec = TICK_NS - 1 };
 	struct io_uring_cqe *cqe;
-	unsigned tag, head, seen;
-	int r, reap, busy = q->dev->opts.busy_poll;
+	unsigned tag, head, seen, fired, all = (1u << q->nconns) - 1;
+	int r, busy = q->dev->opts.busy_poll;
 
 	if (q->have_cpus && (r = pthread_setaffinity_np(pthread_self(), sizeof(q->cpus),
 							&q->cpus)) != 0)
@@ -291,24 +362,24 @@ ub_queue_run(void *arg)
 		       strerror(r));
 	for (tag = 0; tag < q->dev->depth; tag++)
 		prep_io_cmd(q, UB_IO(UBLK_IO_FETCH_REQ), tag, 0);
-	arm_poll(q);
+	arm_polls(q);
 	r = io_uring_submit(&q->ring);
 	ub_queue_ready(q, r >= 0);
 	if (r < 0) {
 		ub_log("queue %u: submitting the fetches: %s", q->id, strerror(-r));
 		goto out;
 	}
-	rb_aio_reap(q->client, io_done, q);   /* arms the completion channel */
-	while (q->aborted < q->dev->depth || rb_aio_outstanding(q->client) > 0) {
-		if (busy && rb_aio_outstanding(q->client) > 0) {
+	reap(q, all);   /* arms the completion channels */
+	while (q->aborted < q->dev->depth || outstanding(q) > 0) {
+		if (busy && outstanding(q) > 0) {
 			/* busy-poll=yes: no sleep while a reply is due.  Hand
 			 * the kernel what is queued (a syscall only then), take
-			 * what the ring holds, and poll the CQ (user space). */
+			 * what the ring holds, and poll the CQs (user space). */
 			r = io_uring_submit(&q->ring);
-			reap = 1;
+			fired = all;
 		} else {
 			r = io_uring_submit_and_wait_timeout(&q->ring, &cqe, 1, &tick, NULL);
-			reap = r == -ETIME;
+			fired = r == -ETIME ? all : 0;   /* at least once a second: timeouts */
 		}
 		if (r < 0 && r != -ETIME && r != -EINTR) {
 			ub_log("queue %u: io_uring: %s", q->id, strerror(-r));
@@ -316,14 +387,13 @@ ub_queue_run(void *arg)
 		}
 		seen = 0;
 		io_uring_for_each_cqe(&q->ring, head, cqe) {
-			handle_cqe(q, cqe, &reap);
+			handle_cqe(q, cqe, &fired);
 			seen++;
 		}
 		io_uring_cq_advance(&q->ring, seen);
-		if (reap)
-			rb_aio_reap(q->client, io_done, q);
-		if (q->aborted < q->dev->depth || rb_aio_outstanding(q->client) > 0)
-			arm_poll(q);
+		reap(q, fired);
+		if (q->aborted < q->dev->depth || outstanding(q) > 0)
+			arm_polls(q);
 	}
 	/* Results reaped after the aborts go nowhere: the kernel has failed
 	 * those requests itself. */

@@ -2,9 +2,9 @@
  *
  * The control path (ctrl.c) talks to /dev/ublk-control through io_uring
  * commands; each ublk queue has one thread (queue.c) with its own io_uring
- * on /dev/ublkcN and its own RDMA connection (an rb_client driven through
- * the asynchronous API), so a request never changes thread between the
- * kernel and the verbs. */
+ * on /dev/ublkcN and its own RDMA connections (rb_clients driven through
+ * the asynchronous API; one unless connections=N), so a request never
+ * changes thread between the kernel and the verbs. */
 #ifndef RDMABLK_UBLK_H
 #define RDMABLK_UBLK_H
 
@@ -32,6 +32,7 @@
 
 #define UB_MAX_QUEUES   16
 #define UB_MAX_DEPTH    1024
+#define UB_MAX_CONNS    8       /* connections=N: RDMA connections per queue */
 
 /* ctrl.c: /dev/ublk-control. */
 struct ub_ctrl {
@@ -50,6 +51,7 @@ struct ub_queue;
 struct ub_dev {
 	struct rb_opts                opts;
 	unsigned                      nr_queues;
+	unsigned                      nr_conns; /* connections=: per queue */
 	unsigned                      depth;
 	struct ublksrv_ctrl_dev_info  info;     /* the kernel's reply to ADD_DEV */
 	struct rb_export_desc         desc;     /* from the first HELLO_REPLY */
@@ -68,7 +70,12 @@ struct ub_queue {
 	int                started;
 	cpu_set_t          cpus;        /* the CPUs whose requests it serves */
 	int                have_cpus;   /* GET_QUEUE_AFFINITY answered */
-	struct rb_client  *client;
+	/* Its RDMA connections (connections=N): a request goes to the one
+	 * with the fewest outstanding, the first on a tie; each one's
+	 * readiness fd is polled through the ring. */
+	struct rb_client  *conns[UB_MAX_CONNS];
+	unsigned           nconns;
+	int                poll_armed[UB_MAX_CONNS];
 	struct io_uring    ring;
 	int                ring_ok;
 	struct ublksrv_io_desc *iods;   /* mmap'ed from /dev/ublkcN */
@@ -77,7 +84,6 @@ struct ub_queue {
 	size_t             bufs_len;
 	struct ub_io      *ios;         /* depth */
 	unsigned           aborted;     /* tags the kernel will not send again */
-	int                poll_armed;
 	int                ready;       /* FETCHes issued (under dev lock) */
 	int                failed;
 };
