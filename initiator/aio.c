@@ -388,9 +388,9 @@ consume_events(struct rb_conn *conn)
 	rb_conn_wake_take(conn);
 }
 
-/* Under conn->lock: requests posted and unanswered on a dead connection go
- * back to the queue (their slots stay POSTED forever, conn.c), and a
- * request past its deadline kills a live one first. */
+/* Under conn->lock: the requests of a dead connection's ORPHANED slots go
+ * back to the queue (the slots are never reused, conn.c), and a request
+ * past its deadline kills a live one first. */
 static void
 reclaim_locked(struct rb_conn *conn, struct rb_aio_ctx *x, struct rb_client *c)
 {
@@ -419,7 +419,7 @@ reclaim_locked(struct rb_conn *conn, struct rb_aio_ctx *x, struct rb_client *c)
 	for (i = 0; i < conn->nslots; i++) {
 		struct rb_slot *s = &conn->slots[i];
 
-		if (s->aio != NULL && rb_slot_awaiting(s)) {
+		if (s->aio != NULL && rb_slot_orphaned(s)) {
 			push_head(&x->pending, s->aio);
 			s->aio = NULL;
 			rb_client_count_resent(c);

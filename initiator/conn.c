@@ -360,8 +360,12 @@ rb_conn_mark_dead_locked(struct rb_conn *conn, const char *why)
 			rb_log(RB_LOG_ERROR, "%s:%u: cannot move the QP to the error state: %s",
 			       conn->cfg.host, conn->cfg.port, strerror(r));
 	}
-	for (i = 0; i < conn->nslots; i++)
+	/* Every unanswered slot is ORPHANED now, under the same lock: an
+	 * owner sees that, not a state to wait in. */
+	for (i = 0; i < conn->nslots; i++) {
+		rb_slot_event_locked(conn, &conn->slots[i], RB_SLOT_EV_CONN_DEAD);
 		pthread_cond_broadcast(&conn->slots[i].cond);
+	}
 	pthread_cond_broadcast(&conn->slot_cond);
 	/* The leader, or an asynchronous reaper, sleeps on wake_fd. */
 	if (conn->leader >= 0 || conn->inflight > 0)

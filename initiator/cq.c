@@ -112,7 +112,12 @@ handle_recv_locked(struct rb_conn *conn, uint32_t index, uint32_t len,
 	}
 	if ((rep.tag & index_mask) < conn->nslots)
 		s = &conn->slots[rep.tag & index_mask];
-	if (s == NULL || s->state != RB_SLOT_POSTED ||
+	if (s != NULL && s->state == RB_SLOT_ORPHANED &&
+	    s->gen == rep.tag >> RB_TAG_INDEX_BITS) {
+		/* Polled after the connection died: its owner resends it. */
+		rb_log(RB_LOG_DEBUG, "%s:%u: a reply after the connection died, dropped: "
+		       "the request is resent", conn->cfg.host, conn->cfg.port);
+	} else if (s == NULL || s->state != RB_SLOT_POSTED ||
 	    s->gen != rep.tag >> RB_TAG_INDEX_BITS) {
 		rb_log(RB_LOG_ERROR, "%s:%u: rejected a reply with a stale or "
 		       "unknown tag %#llx", conn->cfg.host, conn->cfg.port,

@@ -9,8 +9,8 @@
  * they are resent or failed: its windows are deallocated and the region is
  * deregistered, after which no RDMA of that connection, late or not, can
  * reach the memory (on rxe dereg waits for the responder's references).
- * The pool's rule ("a dead connection's POSTED slots stay POSTED") cannot
- * protect memory the library does not own. */
+ * The pool's rule ("a dead connection's unanswered slots are ORPHANED and
+ * never reused") cannot protect memory the library does not own. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>

@@ -64,16 +64,20 @@ struct rb_wr_ctx {
  *                   └── reply to a keepalive NOP (nobody owns it) ──────────────────────┤
  *   FREE ◀────────────────────────── its SEND's completion reaped ──────────────────────┘
  *
+ *   POSTED, INVALIDATING ──the connection dies──▶ ORPHANED (never reused)
+ *
  * RELEASED is skipped (straight to FREE) when the SEND's completion was
- * reaped first; a SEND that was never posted goes POSTED -> FREE.  A dead
- * connection leaves POSTED and INVALIDATING slots where they are forever
- * (the target may still use them). */
+ * reaped first; a SEND that was never posted goes POSTED -> FREE.  When the
+ * connection dies, a POSTED or INVALIDATING slot becomes ORPHANED: its
+ * request was not answered there, and the slot is never reused (the target
+ * may still use its buffers until the QP is gone). */
 enum rb_slot_state {
 	RB_SLOT_FREE,         /* on the free list: no WR and no target access */
 	RB_SLOT_POSTED,       /* claimed; SEND posted: waiting for the reply */
 	RB_SLOT_INVALIDATING, /* replied, window still valid: our LOCAL_INV is posted */
 	RB_SLOT_DONE,         /* replied, window invalid: the owner copies out */
 	RB_SLOT_RELEASED,     /* nobody owns it; waits for its SEND completion */
+	RB_SLOT_ORPHANED,     /* the connection died first: resend (or fail) the request */
 };
 
 /* What happened to a slot (rb_slot_event_locked). */
@@ -84,6 +88,7 @@ enum rb_slot_event {
 	RB_SLOT_EV_INVALIDATED, /* our LOCAL_INV of the window completed */
 	RB_SLOT_EV_OWNER_DONE,  /* the owner copied out and returns the slot */
 	RB_SLOT_EV_POST_FAILED, /* the SEND was never posted */
+	RB_SLOT_EV_CONN_DEAD,   /* the connection died (rb_conn_mark_dead_locked) */
 };
 
 /* What the caller of rb_slot_event_locked does next (a bit mask). */
@@ -140,6 +145,13 @@ static inline int rb_slot_awaiting(const struct rb_slot *s)
 	enum rb_slot_state st = __atomic_load_n(&s->state, __ATOMIC_ACQUIRE);
 
 	return st == RB_SLOT_POSTED || st == RB_SLOT_INVALIDATING;
+}
+
+/* 1 when the connection died before the request was answered: its owner
+ * resends it elsewhere (or fails it).  Without the lock. */
+static inline int rb_slot_orphaned(const struct rb_slot *s)
+{
+	return __atomic_load_n(&s->state, __ATOMIC_ACQUIRE) == RB_SLOT_ORPHANED;
 }
 
 /* A request's ttl (docs/protocol.md): the target starts its backing I/O

@@ -281,6 +281,6 @@ rb_conn_request(struct rb_conn *conn, struct rb_io *io, uint64_t deadline_ns)
 		rb_hold_until(rb_conn_hold_ns(conn), conn->cfg.host);
 	}
 	if (r < 0)
-		return r;   /* the slot stays POSTED: its WRs may be live */
+		return r;   /* the slot is ORPHANED: its WRs may be live */
 	return rb_conn_finish(conn, s, io);
 }

@@ -217,8 +217,16 @@ rb_slot_event_locked(struct rb_conn *conn, struct rb_slot *s, enum rb_slot_event
 	case RB_SLOT_EV_OWNER_DONE:
 		return s->state == RB_SLOT_DONE ? to_released_locked(conn, s) : 0;
 	case RB_SLOT_EV_POST_FAILED:
-		/* Not posted, so nothing references the slot. */
-		return s->state == RB_SLOT_POSTED ? to_free_locked(conn, s) : 0;
+		/* Not posted, so nothing references the slot (even if the
+		 * connection died meanwhile and orphaned it). */
+		return s->state == RB_SLOT_POSTED || s->state == RB_SLOT_ORPHANED ?
+			to_free_locked(conn, s) : 0;
+	case RB_SLOT_EV_CONN_DEAD:
+		/* Unanswered: orphaned for good.  A DONE slot keeps its reply. */
+		if (s->state != RB_SLOT_POSTED && s->state != RB_SLOT_INVALIDATING)
+			return 0;
+		set_state(s, RB_SLOT_ORPHANED);
+		return s->owned ? RB_SLOT_DO_WAKE_OWNER : 0;
 	}
 	return 0;
 }

@@ -34,8 +34,8 @@ rb_conn_hold_ns(struct rb_conn *conn)
 	for (i = 0; i < conn->nslots; i++) {
 		const struct rb_slot *s = &conn->slots[i];
 
-		if (!rb_slot_awaiting(s) || !s->owned || !is_write_op(s->opcode) ||
-		    s->ttl == 0)
+		if (!(rb_slot_awaiting(s) || rb_slot_orphaned(s)) || !s->owned ||
+		    !is_write_op(s->opcode) || s->ttl == 0)
 			continue;
 		until = s->post_ns + RB_TRANSPORT_MAX_NS + (uint64_t)s->ttl * 1000000000u;
 		if (until > hold)

@@ -221,12 +221,12 @@ rb_wait_slot(struct rb_conn *conn, struct rb_slot *s, uint64_t deadline_ns)
 
 	pthread_mutex_lock(&conn->lock);
 	for (;;) {
-		if (!rb_slot_awaiting(s)) {
-			r = 0;
+		if (rb_slot_orphaned(s) || conn->dead) {
+			r = -EAGAIN;
 			break;
 		}
-		if (conn->dead) {
-			r = -EAGAIN;
+		if (!rb_slot_awaiting(s)) {
+			r = 0;
 			break;
 		}
 		if (conn->leader < 0)

@@ -124,6 +124,37 @@ main(void)
 			;
 		CHECK(t == s && s->gen != gen && !s->sent && !s->window);
 	}
+
+	/* The connection dies: a POSTED and an INVALIDATING slot are ORPHANED
+	 * (their owners are woken, to resend), a DONE one keeps its reply,
+	 * a NOP's wakes nobody, and a late reply or LOCAL_INV moves nothing. */
+	setup();
+	s = rb_slot_get_locked(&conn, 0);
+	t = rb_slot_get_locked(&conn, 0);
+	t->window = 1;
+	CHECK(rb_slot_event_locked(&conn, t, RB_SLOT_EV_REPLY) == RB_SLOT_DO_POST_INV);
+	u = rb_slot_get_locked(&conn, 1);
+	CHECK(rb_slot_event_locked(&conn, s, RB_SLOT_EV_CONN_DEAD) == RB_SLOT_DO_WAKE_OWNER);
+	CHECK(rb_slot_event_locked(&conn, t, RB_SLOT_EV_CONN_DEAD) == RB_SLOT_DO_WAKE_OWNER);
+	CHECK(rb_slot_event_locked(&conn, u, RB_SLOT_EV_CONN_DEAD) == 0);
+	CHECK(s->state == RB_SLOT_ORPHANED && rb_slot_orphaned(s) && !rb_slot_awaiting(s));
+	CHECK(t->state == RB_SLOT_ORPHANED && u->state == RB_SLOT_ORPHANED);
+	CHECK(rb_slot_event_locked(&conn, s, RB_SLOT_EV_REPLY) == 0);
+	CHECK(rb_slot_event_locked(&conn, t, RB_SLOT_EV_INVALIDATED) == 0);
+	CHECK(rb_slot_event_locked(&conn, s, RB_SLOT_EV_OWNER_DONE) == 0);
+	CHECK(rb_slot_event_locked(&conn, s, RB_SLOT_EV_SENT) == 0);
+	CHECK(s->state == RB_SLOT_ORPHANED && conn.inflight == 3);
+	/* never reused: no free slot is left */
+	CHECK(rb_slot_get_locked(&conn, 1) == NULL);
+	/* ... but one whose SEND was never posted is free again */
+	CHECK(rb_slot_event_locked(&conn, s, RB_SLOT_EV_POST_FAILED) == 0);
+	CHECK(s->state == RB_SLOT_FREE && conn.inflight == 2);
+	setup();
+	s = rb_slot_get_locked(&conn, 0);
+	CHECK(rb_slot_event_locked(&conn, s, RB_SLOT_EV_REPLY) == RB_SLOT_DO_WAKE_OWNER);
+	CHECK(rb_slot_event_locked(&conn, s, RB_SLOT_EV_CONN_DEAD) == 0);
+	CHECK(s->state == RB_SLOT_DONE);
+
 	printf("test-initiator-slot: %d checks, %d failed\n", checks, failures);
 	return failures ? 1 : 0;
 }

@@ -61,6 +61,11 @@ main(void)
 	 * older target) are not bounded: not counted. */
 	slot(1, RB_SLOT_POSTED, RB_OP_WRITE, now + 5 * S, 0);
 	CHECK(rb_conn_hold_ns(&conn) == now + S + RB_TRANSPORT_MAX_NS + 6 * S);
+	/* The connection died: the same writes, ORPHANED, hold just as long
+	 * (rb_conn_hold_ns is asked only then). */
+	slot(2, RB_SLOT_ORPHANED, RB_OP_TRIM, now + 2 * S, 3);
+	slot(3, RB_SLOT_ORPHANED, RB_OP_WRITE_ZEROES, now + S, 6);
+	CHECK(rb_conn_hold_ns(&conn) == now + S + RB_TRANSPORT_MAX_NS + 6 * S);
 	/* A hold in the past does not sleep. */
 	rb_hold_until(1, "test");
 	pthread_mutex_destroy(&conn.lock);
