@@ -221,12 +221,18 @@ rb_wait_slot(struct rb_conn *conn, struct rb_slot *s, uint64_t deadline_ns)
 
 	pthread_mutex_lock(&conn->lock);
 	for (;;) {
-		if (rb_slot_orphaned(s) || conn->dead) {
+		/* ORPHANED: the connection died unanswered.  DONE: answered,
+		 * even if it died since (its reply stands). */
+		if (rb_slot_orphaned(s)) {
 			r = -EAGAIN;
 			break;
 		}
 		if (!rb_slot_awaiting(s)) {
 			r = 0;
+			break;
+		}
+		if (conn->dead) {
+			r = -EAGAIN;     /* defensive: dying orphans every unanswered slot */
 			break;
 		}
 		if (conn->leader < 0)
