@@ -36,7 +36,7 @@ struct ub_io {
 };
 
 /* A zeroed 128-byte SQE.  The ring has room for one command per tag and
- * the poll, so it is never full; submit first if it were. */
+ * one poll per connection, so it is never full; submit first if it were. */
 static struct io_uring_sqe *
 get_sqe(struct ub_queue *q)
 {
@@ -168,7 +168,7 @@ ub_queue_create(struct ub_queue *q)
 			return -1;
 		}
 	}
-	r = io_uring_queue_init(d->depth + 2, &q->ring, IORING_SETUP_SQE128);
+	r = io_uring_queue_init(d->depth + 1 + d->nr_conns, &q->ring, IORING_SETUP_SQE128);
 	if (r < 0) {
 		ub_log("queue %u: io_uring_queue_init: %s", q->id, strerror(-r));
 		return -1;
@@ -355,6 +355,7 @@ ub_queue_run(void *arg)
 	struct io_uring_cqe *cqe;
 	unsigned tag, head, seen, fired, all = (1u << q->nconns) - 1;
 	int r, busy = q->dev->opts.busy_poll;
+	uint64_t now, all_reaped_ns = rb_now_ns();
 
 	if (q->have_cpus && (r = pthread_setaffinity_np(pthread_self(), sizeof(q->cpus),
 							&q->cpus)) != 0)
@@ -391,6 +392,14 @@ ub_queue_run(void *arg)
 			seen++;
 		}
 		io_uring_cq_advance(&q->ring, seen);
+		/* Every connection at least once a second, fired or not: a
+		 * quiet one beside a busy one still has its timeouts enforced
+		 * and its failed requests handed back. */
+		now = rb_now_ns();
+		if (now - all_reaped_ns >= (uint64_t)TICK_NS)
+			fired = all;
+		if (fired == all)
+			all_reaped_ns = now;
 		reap(q, fired);
 		if (q->aborted < q->dev->depth || outstanding(q) > 0)
 			arm_polls(q);
