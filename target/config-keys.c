@@ -45,13 +45,22 @@ int
 simple_key(struct parser *p, int line, const struct simple_key *t,
 	   void *base, const char *key, const char *val)
 {
-	uint64_t v;
-	int b;
-
 	for (; t->key != NULL && strcmp(t->key, key) != 0; t++)
 		;
 	if (t->key == NULL)
 		return 0;
+	simple_key_set(p, line, t, base, val);
+	return 1;
+}
+
+void
+simple_key_set(struct parser *p, int line, const struct simple_key *t, void *base,
+	       const char *val)
+{
+	const char *key = t->key;
+	uint64_t v;
+	int b;
+
 	if (t->is_bool) {
 		if (rb_parse_bool(val, &b) < 0)
 			perr(p, line, "%s: bad boolean '%s' (yes/no/true/false/on/off)",
@@ -65,5 +74,4 @@ simple_key(struct parser *p, int line, const struct simple_key *t,
 		else
 			*(unsigned *)((char *)base + t->off) = (unsigned)v;
 	}
-	return 1;
 }

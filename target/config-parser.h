@@ -40,8 +40,9 @@ int  parse_size_key(struct parser *p, int line, const char *key, const char *val
 int  parse_choice_key(struct parser *p, int line, const char *key, const char *val,
 		      const char *const *names, int n);
 
-/* A key that sets one field from a number or a boolean: the [target] and
- * [export] sections each have a table of them. */
+/* A key that sets one field from a number or a boolean: the [export]
+ * section has a table of them, and a [target] key's row (config-target.c)
+ * holds one. */
 struct simple_key {
 	const char *key;
 	size_t      off;        /* of its field: unsigned (a number) or int (a bool) */
@@ -59,6 +60,9 @@ struct simple_key {
  * 'VAL' (...)") and return 1; 0 if key is not in the table. */
 int  simple_key(struct parser *p, int line, const struct simple_key *t,
 		void *base, const char *key, const char *val);
+/* The same for the one key t (a row of such a table). */
+void simple_key_set(struct parser *p, int line, const struct simple_key *t, void *base,
+		    const char *val);
 
 /* config-target.c: the [target] keys.  Set every one to its default; parse
  * one (0: no such key). */

@@ -33,8 +33,7 @@ struct target_key {
 	tk_parse_fn  *parse;
 	uint64_t      def;         /* numbers, booleans and names' indexes */
 	const char   *def_str;     /* TK_STR */
-	unsigned      lo, hi;      /* parse_uint: the range, and around it: */
-	const char   *unit, *note;
+	struct simple_key simple;  /* parse_simple: a number's range, or a boolean */
 	const char *const *names;  /* parse_name: the values, by index */
 	unsigned      nnames;
 	/* Restart-only keys that set more than their field (listen, say):
@@ -90,28 +89,12 @@ set_num(struct config *c, const struct target_key *k, uint64_t v)
 
 /* ---- parsers ---- */
 
-/* A number in lo..hi: "KEY: bad value 'VAL' (UNITlo..hiNOTE)". */
+/* A number in a range, or a boolean: the [export] keys' parser
+ * (config-keys.c), with their messages. */
 static void
-parse_uint(struct parser *p, int line, const struct target_key *k, const char *val)
+parse_simple(struct parser *p, int line, const struct target_key *k, const char *val)
 {
-	uint64_t v;
-
-	if (rb_parse_uint(val, k->lo, k->hi, &v) < 0)
-		perr(p, line, "%s: bad value '%s' (%s%u..%u%s)", k->key, val, k->unit,
-		     k->lo, k->hi, k->note);
-	else
-		set_num(p->c, k, v);
-}
-
-static void
-parse_bool(struct parser *p, int line, const struct target_key *k, const char *val)
-{
-	int b;
-
-	if (rb_parse_bool(val, &b) < 0)
-		perr(p, line, "%s: bad boolean '%s' (yes/no/true/false/on/off)", k->key, val);
-	else
-		set_num(p->c, k, (uint64_t)b);
+	simple_key_set(p, line, &k->simple, p->c, val);
 }
 
 static void
@@ -291,15 +274,20 @@ static const char *const log_level_names[] = {
 	[LOG_LEVEL_DEBUG] = "debug",
 };
 
+#define NO_SIMPLE { NULL, 0, 0, 0, 0, NULL, NULL }
 #define NUM(key, type, f, live, parse, def) \
-	{ key, type, FIELD(f), 0, live, parse, def, NULL, 0, 0, "", "", NULL, 0, NULL }
+	{ key, type, FIELD(f), 0, live, parse, def, NULL, NO_SIMPLE, NULL, 0, NULL }
 #define RANGE(key, f, live, def, lo, hi, unit, note) \
-	{ key, TK_UINT, FIELD(f), 0, live, parse_uint, def, NULL, lo, hi, unit, note, NULL, 0, NULL }
+	{ key, TK_UINT, FIELD(f), 0, live, parse_simple, def, NULL, \
+	  UINT_KEY(key, struct config, f, lo, hi, unit, note), NULL, 0, NULL }
+#define BOOL(key, f, live, def) \
+	{ key, TK_INT, FIELD(f), 0, live, parse_simple, def, NULL, \
+	  BOOL_KEY(key, struct config, f), NULL, 0, NULL }
 #define NAMES(key, f, live, def, names) \
-	{ key, TK_INT, FIELD(f), 0, live, parse_name, def, NULL, 0, 0, "", "", names, \
+	{ key, TK_INT, FIELD(f), 0, live, parse_name, def, NULL, NO_SIMPLE, names, \
 	  sizeof(names) / sizeof(names[0]), NULL }
 #define OWN_STR(key, f, parse, def, keep) \
-	{ key, STR(f), 0, parse, 0, def, 0, 0, "", "", NULL, 0, keep }
+	{ key, STR(f), 0, parse, 0, def, NO_SIMPLE, NULL, 0, keep }
 
 /* io-threads defaults to the number of CPUs: its row says 0, and
  * target_defaults asks sysconf. */
@@ -319,7 +307,7 @@ static const struct target_key target_keys[] = {
 		keep_metrics_listen),
 	OWN_STR("admin-socket", admin_socket, parse_admin_socket, CONFIG_DEFAULT_ADMIN_SOCKET,
 		keep_admin_socket),
-	NUM("stats", TK_INT, stats, 1, parse_bool, 1),
+	BOOL("stats", stats, 1, 1),
 	RANGE("keepalive", keepalive, 1, CONFIG_DEFAULT_KEEPALIVE, 0, CONFIG_MAX_SECONDS,
 	      "seconds, ", "; 0 disables"),
 	RANGE("handshake-timeout", handshake_timeout, 1, CONFIG_DEFAULT_HANDSHAKE, 1,
@@ -378,7 +366,7 @@ show(const struct config *c, const struct target_key *k, char *buf, size_t len)
 	v = get_num(c, k);
 	if (k->names != NULL && v < k->nnames)
 		snprintf(buf, len, "%s", k->names[v]);
-	else if (k->parse == parse_bool)
+	else if (k->simple.is_bool)
 		snprintf(buf, len, "%s", v ? "yes" : "no");
 	else
 		snprintf(buf, len, "%llu", (unsigned long long)v);
