@@ -45,6 +45,12 @@ deadline_of(const struct rb_aio *a)
 	return a->private_[1];
 }
 
+static void
+set_deadline(struct rb_aio *a, uint64_t deadline_ns)
+{
+	a->private_[1] = deadline_ns;
+}
+
 /* A FIFO of requests, linked through their private words. */
 struct aio_list {
 	struct rb_aio *head, *tail;
@@ -369,7 +375,7 @@ rb_aio_submit(struct rb_client *c, struct rb_aio *a)
 			return r;
 	}
 	a->result = 0;
-	a->private_[1] = rb_deadline_after(rb_client_timeout_ns(c));
+	set_deadline(a, rb_deadline_after(rb_client_timeout_ns(c)));
 	push_tail(&x->pending, a);
 	x->outstanding++;
 	pump(c, x);
