@@ -52,7 +52,7 @@ listen_port(const struct config *c)
 static void
 refused(const char *key, const char *run_line, const char *new_line, const char *msg)
 {
-	struct config *run = load(run_line), *nc = load(new_line), *again;
+	struct config *run = load(run_line), *nc = load(new_line);
 	struct said s;
 	unsigned n;
 
@@ -64,10 +64,8 @@ refused(const char *key, const char *run_line, const char *new_line, const char 
 	memset(&s, 0, sizeof(s));
 	n = config_keep_restart_only(run, nc, said_collect, &s);
 	checkf(n == 0 && s.n == 0, "%s: the running value is back in the new config", key);
-	again = load(run_line);
-	checkf(listen_port(nc) == listen_port(again), "%s: the listen address keeps port %u",
-	       key, listen_port(again));
-	config_free(again);
+	checkf(listen_port(nc) == listen_port(run), "%s: the listen address keeps port %u",
+	       key, listen_port(run));
 	config_free(run);
 	config_free(nc);
 }
