@@ -35,12 +35,14 @@ rbd_ublk_up() {
 
 # start_writer: in the background, files of 256 KiB (32 names, over and over) written one after
 # another with fsync, each summed into $T/writer.sums once written (log $LOGS/writer.log); sets
-# WRITER_PID.
+# WRITER_PID. It stops between two files once $T/writer.stop exists (stop_writer): a kill could
+# land after a file's dd and before its sum, and that file would then read back "wrong".
 start_writer() {
+    rm -f "$T/writer.stop"
     (
         set -e
         i=0
-        while :; do
+        while [ ! -e "$T/writer.stop" ]; do
             i=$((i + 1))
             head -c 256K /dev/urandom >"$T/w.tmp"
             # 32 names over and over: the 64M image never fills up.
@@ -58,6 +60,16 @@ writer_wrote() {
     [ "$(wc -l <"$T/writer.sums" 2>/dev/null || echo 0)" -ge "$1" ]
 }
 
+# stop_writer: ask the writer to stop after the file it is writing, and wait until it has; fail
+# if it does not stop, or stopped on an error.
+stop_writer() {
+    local rc=0
+    touch "$T/writer.stop"
+    wait_exit 120 "$WRITER_PID" || rc=$?
+    [ "$rc" = 124 ] && fail "the writer did not stop within 120 s of being asked"
+    [ "$rc" = 0 ] || fail "the writer failed (exit $rc): $(cat "$LOGS/writer.log")"
+}
+
 # check_after_fault: the writer still runs and wrote more after the fault; then it stops, and
 # every file written before the fault and every file the writer summed reads back the same
 # through a remount, and the kernel logged no I/O or ext4 error.
@@ -66,8 +78,7 @@ check_after_fault() {
     n=$(wc -l <"$T/writer.sums")
     wait_for 120 writer_wrote $((n + 5)) || fail "the writer makes no progress after the failover"
     _gone "$WRITER_PID" && fail "the writer stopped: $(cat "$LOGS/writer.log")"
-    kill "$WRITER_PID"
-    wait "$WRITER_PID" 2>/dev/null || true
+    stop_writer
     sync
     step umount umount "$MNT" || fail "umount failed"
     step mount2 mount "$DEV" "$MNT" || fail "remount failed"
