@@ -338,6 +338,30 @@ check_loops_rbd(struct parser *p)
 			     "(threads = %u)", e->name, p->c->threads);
 }
 
+unsigned
+config_reload_conflicts(const struct config *nc, config_error_fn *fn, void *arg)
+{
+	const struct cfg_export *e;
+	char msg[512];
+	unsigned n = 0;
+
+	if (nc->threads <= 1)
+		return 0;
+	for (e = nc->exports; e != NULL; e = e->next) {
+		if (!e->is_rbd)
+			continue;
+		snprintf(msg, sizeof(msg), "reload: [export %s]: an RBD export needs threads = 1, "
+			 "and the target runs with threads = %u until a restart", e->name,
+			 nc->threads);
+		if (fn != NULL)
+			fn(arg, msg);
+		else
+			log_warnx("%s", msg);
+		n++;
+	}
+	return n;
+}
+
 void
 config_listen_port(struct config *c)
 {

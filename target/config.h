@@ -135,6 +135,11 @@ void config_free(struct config *c);
  * and its running value back in nc.  Returns how many. */
 unsigned config_keep_restart_only(const struct config *run, struct config *nc,
 				  config_error_fn *fn, void *arg);
+/* After config_keep_restart_only: what the kept values rule out in nc (an
+ * RBD export while the running threads is above 1), one "reload: ..."
+ * message each (to fn, or log_warnx).  Returns how many: a reload with
+ * any is refused whole. */
+unsigned config_reload_conflicts(const struct config *nc, config_error_fn *fn, void *arg);
 /* Put c->port into c->listen. */
 void config_listen_port(struct config *c);
 /* backing-open.c: the key of the export's section an error is about. */

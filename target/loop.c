@@ -64,6 +64,13 @@ loop_reload(struct target *t)
 	/* Restart-only keys keep their running values (each refused by name);
 	 * then the new config replaces the running one, here and only here. */
 	config_keep_restart_only(t->cfg, nc, NULL, NULL);
+	if (config_reload_conflicts(nc, NULL, NULL) > 0) {
+		log_warnx("reload: %s cannot run with what needs a restart; keeping the "
+			  "running configuration", t->config_file);
+		config_free(nc);
+		stats_count(t, &t->stats.reloads[STATS_RELOAD_REJECTED]);
+		return;
+	}
 	if (log_get_level() < LOG_LEVEL_DEBUG)
 		log_set_level(nc->log_level);
 	config_warn(nc, NULL, NULL);

@@ -2,7 +2,7 @@
  * key that needs a restart, changed in the new file, is refused by name
  * ("reload: KEY = NEW needs a restart; keeping OLD") and keeps its running
  * value; the keys a reload may change come through; an unchanged file says
- * nothing.  No RDMA needed.  Prints one line per check; exits 0 or 1. */
+ * nothing; a new RBD export that the kept threads rules out is refused.  No RDMA needed.  Prints one line per check; exits 0 or 1. */
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <stdio.h>
@@ -101,6 +101,24 @@ main(void)
 		"/run/rdmablk/target.sock");
 	refused("metrics-listen", "", "metrics-listen = 127.0.0.1:9555\n",
 		"reload: metrics-listen = 127.0.0.1:9555 needs a restart; keeping none");
+
+	/* threads = 1 and a new RBD export in the file, on a target running two
+	 * loops: the file alone is valid, but threads stays 2 until a restart,
+	 * and an RBD export cannot run there, so the reload is refused. */
+	run = load("threads = 2\n");
+	nc = load("[export r]\npath = rbd:rbd/img0\n");
+	memset(&s, 0, sizeof(s));
+	checkf(config_reload_conflicts(nc, said_collect, &s) == 0,
+	       "threads = 1 with an RBD export: no conflict before the diff");
+	config_keep_restart_only(run, nc, NULL, NULL);
+	memset(&s, 0, sizeof(s));
+	n = config_reload_conflicts(nc, said_collect, &s);
+	checkf(n == 1 && strstr(s.text, "reload: [export r]: an RBD export needs threads = 1, "
+				 "and the target runs with threads = 2") != NULL,
+	       "the kept threads = 2 rules the RBD export out, by name (said: %s)",
+	       s.n ? s.text : "nothing");
+	config_free(nc);
+	config_free(run);
 
 	/* The live keys come through, and an unchanged file says nothing. */
 	run = load("");
