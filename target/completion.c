@@ -168,12 +168,14 @@ conn_poll_cq(struct conn *c, struct ibv_cq *cq)
 }
 
 void
-conn_handle_cq_event(struct conn *c)
+conn_cq_event(struct ep_handler *eh, uint32_t events)
 {
+	struct conn *c = eh->obj;
 	struct ibv_cq *cq;
 	void *ctx;
 	unsigned nsend = 0, nrecv = 0, most;
 
+	(void)events;
 	/* Each armed CQ raises at most one event: the receive CQ is always
 	 * armed here, the send CQ when send_armed says so.  Reading more
 	 * than that many would only find the channel empty (EAGAIN), one

@@ -72,7 +72,7 @@ conn_create(struct loop *l, struct rdma_cm_id *id, unsigned cm_qd,
 		goto out_destroy_qp;
 	if (recvring_create(c, conn_recv_max(c)) < 0)
 		goto out_destroy_ctrl;
-	if (ep_watch(l->epfd, c->channel->fd, EPOLLIN, &c->eh, EP_COMP, c) < 0) {
+	if (ep_watch(l->epfd, c->channel->fd, EPOLLIN, &c->eh, conn_cq_event, c) < 0) {
 		log_warn("%s: epoll_ctl", c->peer);
 		goto out_destroy_ring;
 	}

@@ -167,7 +167,8 @@ const char *conn_state_name(enum conn_state s);
 void conn_fail(struct conn *c, const char *why);
 /* Finish what was received, then disconnect (removed export, shutdown). */
 void conn_drain(struct conn *c);
-void conn_handle_cq_event(struct conn *c);
+/* Its completion channel fired (the handler of c->eh, on c's loop). */
+void conn_cq_event(struct ep_handler *eh, uint32_t events);
 /* Free a connection that never went live (accept failed). */
 void conn_abort(struct conn *c);
 /* After each event-loop round: resume waiting requests, post the round's

@@ -44,6 +44,13 @@ export_destroy(struct export *e)
 	free(e);
 }
 
+static void
+export_rbd_event(struct ep_handler *eh, uint32_t events)
+{
+	(void)events;
+	rbd_backing_reap(eh->obj);
+}
+
 /* An RBD export's completions come to the loop through the image's eventfd. */
 static int
 export_watch_rbd(struct target *t, struct export *e, struct cfg_export *ce)
@@ -53,7 +60,8 @@ export_watch_rbd(struct target *t, struct export *e, struct cfg_export *ce)
 	e->no_nowait = 1;           /* no page cache in front of librbd */
 	e->no_nowait_write = 1;
 	e->epfd = t->epfd;
-	if (ep_watch(t->epfd, rbd_backing_fd(ce->rbd), EPOLLIN, &e->rbd_eh, EP_RBD, ce->rbd) < 0) {
+	if (ep_watch(t->epfd, rbd_backing_fd(ce->rbd), EPOLLIN, &e->rbd_eh, export_rbd_event,
+		     ce->rbd) < 0) {
 		log_warn("export %s: epoll_ctl (librbd's eventfd)", ce->name);
 		return -1;
 	}

@@ -12,12 +12,6 @@
 #include "target.h"
 #include "util.h"
 
-void
-no_rdma_device(const struct target *t)
-{
-	fatalx("no RDMA device serves %s: %s", t->cfg->listen_host, RB_NO_RDMA_HINT);
-}
-
 static int
 rdma_devices_visible(void)
 {
@@ -29,24 +23,29 @@ rdma_devices_visible(void)
 	return list != NULL && n > 0;
 }
 
-struct rdma_event_channel *
-cm_channel_create(const struct target *t, const char *who)
-{
-	struct rdma_event_channel *ch;
+static ep_handler_fn listener_cm_event;
 
-	ch = rdma_create_event_channel();
-	if (ch == NULL) {
-		if (errno == ENODEV || errno == ENOENT)
-			no_rdma_device(t);
-		log_warn("%s: rdma_create_event_channel", who);
-		return NULL;
+/* Every loop's CM channel goes to listener_cm_event on that loop. */
+static int
+listener_watch_channels(struct target *t)
+{
+	struct loop *l;
+	unsigned i;
+
+	if (ep_watch(t->epfd, t->cm_channel->fd, EPOLLIN, &t->cm_eh, listener_cm_event,
+		     t->loops[0]) < 0) {
+		log_warn("epoll_ctl (CM channel)");
+		return -1;
 	}
-	if (rb_fd_set_nonblock(ch->fd) < 0) {
-		log_warn("%s: CM event channel O_NONBLOCK", who);
-		rdma_destroy_event_channel(ch);
-		return NULL;
+	for (i = 1; i < t->nloops; i++) {
+		l = t->loops[i];
+		if (ep_watch(l->epfd, l->cm_channel->fd, EPOLLIN, &l->cm_eh, listener_cm_event,
+			     l) < 0) {
+			log_warn("loop %u: epoll_ctl (CM channel)", i);
+			return -1;
+		}
 	}
-	return ch;
+	return 0;
 }
 
 int
@@ -78,10 +77,8 @@ listener_start(struct target *t)
 		log_warn("rdma_listen %s", addr);
 		goto out_destroy_id;
 	}
-	if (ep_watch(t->epfd, t->cm_channel->fd, EPOLLIN, &t->cm_eh, EP_CM, t) < 0) {
-		log_warn("epoll_ctl (CM channel)");
+	if (listener_watch_channels(t) < 0)
 		goto out_destroy_id;
-	}
 	log_info("listening on %s", addr);
 	return 0;
 
@@ -322,12 +319,19 @@ dispatch(struct target *t, const struct cm_event_copy *ev)
 	}
 }
 
-void
-listener_handle_events(struct target *t, struct rdma_event_channel *ch)
+/* The CM events of one loop's channel: loop 0's is the listener's own,
+ * t->cm_channel; each other loop's receives the connections migrated to
+ * it (conn.c). */
+static void
+listener_cm_event(struct ep_handler *eh, uint32_t events)
 {
+	struct loop *l = eh->obj;
+	struct target *t = l->t;
+	struct rdma_event_channel *ch = l->idx == 0 ? t->cm_channel : l->cm_channel;
 	struct rdma_cm_event *event;
 	struct cm_event_copy copy;
 
+	(void)events;
 	while (ch != NULL && rdma_get_cm_event(ch, &event) == 0) {
 		memset(&copy, 0, sizeof(copy));
 		copy.type = event->event;

@@ -8,7 +8,6 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
-#include "conn.h"
 #include "log.h"
 #include "loops.h"
 
@@ -16,14 +15,34 @@
 #define LOOP_RING_ENTRIES 256
 
 static int
-loop_watch(struct loop *l, int fd, uint32_t events, struct ep_handler *eh, enum ep_type type,
+loop_watch(struct loop *l, int fd, uint32_t events, struct ep_handler *eh, ep_handler_fn *fn,
 	   const char *what)
 {
-	if (ep_watch(l->epfd, fd, events, eh, type, l) < 0) {
+	if (ep_watch(l->epfd, fd, events, eh, fn, l) < 0) {
 		log_warn("loop %u: epoll_ctl (%s)", l->idx, what);
 		return -1;
 	}
 	return 0;
+}
+
+static void
+loop_wake_event(struct ep_handler *eh, uint32_t events)
+{
+	struct loop *l = eh->obj;
+	uint64_t n;
+
+	(void)events;
+	if (read(l->wakefd, &n, sizeof(n)) < 0 && errno != EAGAIN)
+		log_warn("loop %u: wake eventfd", l->idx);
+}
+
+static void
+loop_ioq_event(struct ep_handler *eh, uint32_t events)
+{
+	struct loop *l = eh->obj;
+
+	(void)events;
+	ioq_reap(l->ioq);
 }
 
 static int
@@ -34,10 +53,11 @@ loop_create_wake(struct loop *l)
 		log_warn("loop %u: eventfd", l->idx);
 		return -1;
 	}
-	return loop_watch(l, l->wakefd, EPOLLIN, &l->wake_eh, EP_WAKE, "wake eventfd");
+	return loop_watch(l, l->wakefd, EPOLLIN, &l->wake_eh, loop_wake_event, "wake eventfd");
 }
 
-/* Loops other than 0: the CM channel its connections migrate to. */
+/* Loops other than 0: the CM channel its connections migrate to (the
+ * listener watches it, listener_start). */
 static int
 loop_create_peer(struct loop *l)
 {
@@ -45,9 +65,7 @@ loop_create_peer(struct loop *l)
 
 	snprintf(who, sizeof(who), "loop %u", l->idx);
 	l->cm_channel = cm_channel_create(l->t, who);
-	if (l->cm_channel == NULL)
-		return -1;
-	return loop_watch(l, l->cm_channel->fd, EPOLLIN, &l->cm_eh, EP_CM, "CM channel");
+	return l->cm_channel == NULL ? -1 : 0;
 }
 
 static void
@@ -94,13 +112,13 @@ loop_create(struct target *t, unsigned idx)
 	l->ioq = ioq_create(t->cfg->io_engine, LOOP_RING_ENTRIES, t->cfg->io_threads);
 	if (l->ioq == NULL)
 		goto out_destroy;
-	if (loop_watch(l, ioq_worker_fd(l->ioq), EPOLLIN, &l->ioq_eh, EP_IOQ,
+	if (loop_watch(l, ioq_worker_fd(l->ioq), EPOLLIN, &l->ioq_eh, loop_ioq_event,
 		       "worker completion eventfd") < 0)
 		goto out_destroy;
 	/* Edge-triggered: the ring's CQ is drained on every event and at the
 	 * end of every round, so the eventfd itself is never read. */
 	if (ioq_fd(l->ioq) >= 0 &&
-	    loop_watch(l, ioq_fd(l->ioq), EPOLLIN | EPOLLET, &l->ioq_eh, EP_IOQ,
+	    loop_watch(l, ioq_fd(l->ioq), EPOLLIN | EPOLLET, &l->ioq_eh, loop_ioq_event,
 		       "io_uring eventfd") < 0)
 		goto out_destroy;
 	if (loop_create_wake(l) < 0 || (idx > 0 && loop_create_peer(l) < 0))

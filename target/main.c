@@ -11,11 +11,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/epoll.h>
-#include <sys/signalfd.h>
 #include <unistd.h>
 
 #include "admin.h"
+#include "daemon.h"
 #include "log.h"
 #include "loops.h"
 #include "memlock.h"
@@ -108,29 +107,6 @@ print_memlock(const struct config *c)
 	       (unsigned long long)m.slack);
 }
 
-static int
-setup_loop(struct target *t)
-{
-	sigset_t set;
-
-	if (loops_create(t, t->cfg->threads) < 0)
-		return -1;
-	sigemptyset(&set);
-	sigaddset(&set, SIGHUP);
-	sigaddset(&set, SIGTERM);
-	sigaddset(&set, SIGINT);
-	t->sigfd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
-	if (t->sigfd < 0) {
-		log_warn("signalfd");
-		return -1;
-	}
-	if (ep_watch(t->epfd, t->sigfd, EPOLLIN, &t->sig_eh, EP_SIGNAL, t) < 0) {
-		log_warn("epoll_ctl (signalfd)");
-		return -1;
-	}
-	return 0;
-}
-
 int
 main(int argc, char **argv)
 {
@@ -218,7 +194,7 @@ main(int argc, char **argv)
 	config_warn(t.cfg, NULL, NULL);    /* to syslog when daemonized */
 	signal(SIGPIPE, SIG_IGN);
 
-	if (setup_loop(&t) < 0)
+	if (loops_create(&t, t.cfg->threads) < 0 || daemon_setup(&t) < 0)
 		goto out;
 	exports_apply(&t, t.cfg);
 	if (listener_start(&t) < 0 || admin_start(&t) < 0 || metrics_start(&t) < 0)

@@ -11,7 +11,7 @@
 #include "target.h"
 
 struct reqserv_client {
-	struct ep_handler eh;       /* EP_REQSERV_CLIENT */
+	struct ep_handler eh;       /* client_event */
 	struct reqserv *s;
 	int fd;                     /* -1: the slot is free */
 	uint64_t deadline_ns;
@@ -22,7 +22,8 @@ struct reqserv_client {
 };
 
 struct reqserv {
-	struct ep_handler eh;       /* EP_REQSERV */
+	struct ep_handler eh;       /* the listening socket: reqserv_accept */
+	struct target *t;
 	const struct reqserv_ops *ops;
 	int fd;
 	unsigned max_clients, nclients;
@@ -31,6 +32,8 @@ struct reqserv {
 	struct reqserv_client *clients;
 	char *inbufs;
 };
+
+static ep_handler_fn reqserv_accept, client_event;
 
 struct reqserv *
 reqserv_create(struct target *t, int lfd, const struct reqserv_ops *ops,
@@ -46,6 +49,7 @@ reqserv_create(struct target *t, int lfd, const struct reqserv_ops *ops,
 	if (s->clients == NULL || s->inbufs == NULL)
 		goto out_free;
 	s->ops = ops;
+	s->t = t;
 	s->fd = lfd;
 	s->max_clients = max_clients;
 	s->req_max = req_max;
@@ -55,7 +59,7 @@ reqserv_create(struct target *t, int lfd, const struct reqserv_ops *ops,
 		s->clients[i].s = s;
 		s->clients[i].in = s->inbufs + (size_t)i * (req_max + 1);
 	}
-	if (ep_watch(t->epfd, lfd, EPOLLIN, &s->eh, EP_REQSERV, s) < 0) {
+	if (ep_watch(t->epfd, lfd, EPOLLIN, &s->eh, reqserv_accept, s) < 0) {
 		log_warn("%s: epoll_ctl", ops->name);
 		goto out_free;
 	}
@@ -115,12 +119,15 @@ free_slot(struct reqserv *s)
 }
 
 static void
-reqserv_accept(struct target *t, struct reqserv *s)
+reqserv_accept(struct ep_handler *eh, uint32_t events)
 {
+	struct reqserv *s = eh->obj;
+	struct target *t = s->t;
 	struct reqserv_client *cl;
 	unsigned n;
 	int fd;
 
+	(void)events;
 	for (n = 0; n < s->max_clients; n++) {
 		fd = accept4(s->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (fd < 0) {
@@ -140,7 +147,7 @@ reqserv_accept(struct target *t, struct reqserv *s)
 			close(fd);
 			continue;
 		}
-		if (ep_watch(t->epfd, fd, EPOLLIN, &cl->eh, EP_REQSERV_CLIENT, cl) < 0) {
+		if (ep_watch(t->epfd, fd, EPOLLIN, &cl->eh, client_event, cl) < 0) {
 			log_warn("%s: epoll_ctl", s->ops->name);
 			close(fd);
 			continue;
@@ -200,8 +207,10 @@ client_read(struct reqserv_client *cl)
 }
 
 static void
-client_event(struct target *t, struct reqserv_client *cl, uint32_t events)
+client_event(struct ep_handler *eh, uint32_t events)
 {
+	struct reqserv_client *cl = eh->obj;
+	struct target *t = cl->s->t;
 	struct epoll_event ev;
 	int rc;
 
@@ -229,15 +238,6 @@ client_event(struct target *t, struct reqserv_client *cl, uint32_t events)
 	ev.data.ptr = &cl->eh;
 	if (epoll_ctl(t->epfd, EPOLL_CTL_MOD, cl->fd, &ev) < 0)
 		client_drop(t, cl);
-}
-
-void
-reqserv_handle(struct target *t, struct ep_handler *eh, uint32_t events)
-{
-	if (eh->type == EP_REQSERV)
-		reqserv_accept(t, eh->obj);
-	else
-		client_event(t, eh->obj, events);
 }
 
 void

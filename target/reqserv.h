@@ -33,8 +33,6 @@ struct reqserv;
 struct reqserv *reqserv_create(struct target *t, int lfd, const struct reqserv_ops *ops,
 			       unsigned max_clients, size_t req_max, unsigned timeout_ms);
 void reqserv_destroy(struct target *t, struct reqserv *s);
-/* The loop's dispatch for EP_REQSERV and EP_REQSERV_CLIENT. */
-void reqserv_handle(struct target *t, struct ep_handler *eh, uint32_t events);
 /* After each event-loop round: drop clients past their deadline. */
 void reqserv_expire(struct target *t, struct reqserv *s);
 

@@ -26,20 +26,17 @@
 #include "stats.h"
 #include "workq.h"
 
-/* What an epoll event's data.ptr points at. */
-enum ep_type {
-	EP_CM,          /* the RDMA CM event channel */
-	EP_COMP,        /* one connection's completion channel */
-	EP_IOQ,         /* backing I/O completions: the ring's and the workers' eventfds */
-	EP_SIGNAL,      /* signalfd */
-	EP_REQSERV,     /* the admin socket or the metrics listener (reqserv.h) */
-	EP_REQSERV_CLIENT, /* one of their clients */
-	EP_RBD,         /* an RBD export's librbd completions (rbd.h) */
-	EP_WAKE,        /* a loop's wake eventfd (loops.h) */
-};
+/* What an epoll event's data.ptr points at: who handles the fd's events,
+ * and on what.  The loop calls fn(eh, events) and knows nothing else of
+ * its owner: the CM channels (listener.c), each connection's completion
+ * channel (conn.c), a loop's ioq and wake eventfds (loops.c), the
+ * signalfd (daemon.c), the admin and metrics sockets (reqserv.c) and an
+ * RBD export's completions (export.c). */
+struct ep_handler;
+typedef void ep_handler_fn(struct ep_handler *eh, uint32_t events);
 
 struct ep_handler {
-	enum ep_type type;
+	ep_handler_fn *fn;
 	void *obj;
 };
 
@@ -88,6 +85,18 @@ struct export {
 struct conn;
 struct admin;
 struct reqserv;
+struct loop;
+
+/* What the daemon does on every loop besides handling events (daemon.c),
+ * set before any loop runs. */
+struct loop_hooks {
+	/* After each pass over a round (its backing I/O submitted first): 1
+	 * when it freed room that a waiter has not seen yet, so that the loop
+	 * runs another round at once instead of sleeping. */
+	int  (*after_round)(struct loop *l);
+	/* Loop 0, once after each round. */
+	void (*tick)(struct target *t);
+};
 
 struct target {
 	struct config *cfg;         /* [target] settings; exports moved out */
@@ -118,6 +127,7 @@ struct target {
 	struct stats_target stats;
 	struct admin *admin;        /* NULL: no admin socket */
 	struct reqserv *metrics;    /* NULL: no metrics-listen (metrics.h) */
+	const struct loop_hooks *hooks;
 };
 
 /* device.c */
@@ -145,24 +155,23 @@ uint32_t export_flags(const struct export *e);
  * new config would no longer admit (allow, key, size), one log line each. */
 void conns_revoke(struct target *t);
 
-/* listener.c */
-/* A non-blocking RDMA CM event channel; NULL after one log line naming who
- * (no RDMA device at all: no_rdma_device()). */
+/* cm-channel.c: a non-blocking RDMA CM event channel; NULL after one log
+ * line naming who (no RDMA device at all: no_rdma_device()). */
 struct rdma_event_channel *cm_channel_create(const struct target *t, const char *who);
+
+/* listener.c: listen, and watch every loop's CM channel (the loops exist). */
 int  listener_start(struct target *t);
 void listener_stop(struct target *t);
-/* The CM events on ch: t->cm_channel (loop 0) or a loop's own. */
-void listener_handle_events(struct target *t, struct rdma_event_channel *ch);
 /* The [target] limits (max-connections-total, max-handshakes,
  * max-connections-per-address), checked at CONNECT_REQUEST before anything
  * is allocated.  Returns 0, or -1 with the refusal in *stat and why. */
 int  listener_over_limit(const struct target *t, const struct sockaddr *peer,
 			 enum stats_refusal *stat, char *why, size_t size);
 
-/* loop.c: add fd to the epoll set epfd for EVENTS; its events come back
- * as eh, which is set to (type, obj) first.  -1 with errno set: the caller
- * logs. */
-int  ep_watch(int epfd, int fd, uint32_t events, struct ep_handler *eh, enum ep_type type,
+/* loop.c: add fd to the epoll set epfd for EVENTS; its events go to
+ * fn(eh, events), with eh set to (fn, obj) first.  -1 with errno set: the
+ * caller logs. */
+int  ep_watch(int epfd, int fd, uint32_t events, struct ep_handler *eh, ep_handler_fn *fn,
 	      void *obj);
 
 /* Message for a host without RDMA; the exact text is a contract. */
