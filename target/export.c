@@ -56,7 +56,7 @@ static int
 export_watch_rbd(struct target *t, struct export *e, struct cfg_export *ce)
 {
 
-	flusher_set_rbd(e->flusher, ce->rbd);
+	flusher_set_backing(e->flusher, ce->rbd, rbd_job_submit);
 	e->no_nowait = 1;           /* no page cache in front of librbd */
 	e->no_nowait_write = 1;
 	e->epfd = t->epfd;

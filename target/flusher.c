@@ -142,9 +142,10 @@ flusher_create_peer(struct flusher *leader, struct ioq *io)
 }
 
 void
-flusher_set_rbd(struct flusher *f, struct rbd_backing *rbd)
+flusher_set_backing(struct flusher *f, void *backing, void (*submit)(struct job *j))
 {
-	f->sync.rbd = rbd;
+	f->sync.backing = backing;
+	f->sync.submit = submit;
 }
 
 void
@@ -175,7 +176,7 @@ flusher_fail(struct flusher *f, int err, const char *what)
 		__atomic_store_n(&l->failed, e, __ATOMIC_RELEASE);
 		log_warnx("%s: %s: export failed; every write and FLUSH now fails with EIO "
 			  "until it is reopened (%s)", l->name, l->failure,
-			  l->sync.rbd != NULL ? "an RBD export reopens itself once the cluster "
+			  l->sync.submit != NULL ? "an RBD export reopens itself once the cluster "
 			  "answers" : "reload");
 	}
 	pthread_mutex_unlock(&fail_lock);

@@ -40,8 +40,10 @@ struct flusher *flusher_create(int fd, const char *name, struct ioq *io);
 /* Another loop's flusher of leader's file: its syncs run on io, through a
  * file it opens again; failed is leader's (flusher_fail on any fails all). */
 struct flusher *flusher_create_peer(struct flusher *leader, struct ioq *io);
-/* An RBD export's flusher: its sync is rbd_aio_flush on this image. */
-void flusher_set_rbd(struct flusher *f, struct rbd_backing *rbd);
+/* A flusher whose backing does its own I/O (an RBD export's: its sync is
+ * rbd_aio_flush on the image): the sync job goes to submit(j), with
+ * j->backing = backing (struct job). */
+void flusher_set_backing(struct flusher *f, void *backing, void (*submit)(struct job *j));
 /* No fdatasync may be running (every submitted job has completed). */
 void flusher_destroy(struct flusher *f);
 /* j->done(j) runs once a sync that started after this call returned, with

@@ -9,7 +9,6 @@
 
 #include "ioq.h"
 #include "log.h"
-#include "rbd.h"
 
 struct ioq {
 	enum ioq_engine engine;
@@ -193,9 +192,9 @@ ioq_to_worker(struct ioq *q, struct job *j)
 void
 ioq_submit(struct ioq *q, struct job *j)
 {
-	if (j->rbd != NULL) {
-		/* librbd's own async I/O, completed on the loop (rbd.h). */
-		rbd_backing_submit(j->rbd, j);
+	if (j->submit != NULL) {
+		/* The backing's own async I/O (librbd's), completed on the loop. */
+		j->submit(j);
 		return;
 	}
 	j->done_bytes = 0;

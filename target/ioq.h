@@ -12,8 +12,9 @@
  *              io_uring is unavailable (an old kernel, a seccomp filter,
  *              kernel.io_uring_disabled) or `io-engine = threads`
  *
- * A job of an RBD export (j->rbd set) goes to librbd instead (rbd.h), whose
- * completions the loop reaps from the image's own eventfd.
+ * A job whose backing does its own I/O (j->submit set: an RBD export's,
+ * rbd.h) goes there instead; librbd's completions come to the loop through
+ * the image's own eventfd.
  *
  * Either way j->done(j) runs on the event-loop thread, from ioq_reap()
  * (the ring's or the workers' completions) or from ioq_flush() (a job that

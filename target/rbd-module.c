@@ -108,6 +108,12 @@ rbd_backing_submit(struct rbd_backing *b, struct job *j)
 }
 
 void
+rbd_job_submit(struct job *j)
+{
+	mod->submit(j->backing, j);
+}
+
+void
 rbd_backing_reap(struct rbd_backing *b)
 {
 	mod->reap(b);

@@ -76,6 +76,8 @@ int  rbd_backing_fd(const struct rbd_backing *b);
 /* Start j (READ, WRITE, TRIM, ZERO, SYNC = rbd_aio_flush); j->done(j)
  * runs later from rbd_backing_reap, never from inside this call. */
 void rbd_backing_submit(struct rbd_backing *b, struct job *j);
+/* The same for a job whose j->backing is the image (struct job's submit). */
+void rbd_job_submit(struct job *j);
 /* Complete finished jobs; start writes that waited for the lock; fail
  * those that waited too long. */
 void rbd_backing_reap(struct rbd_backing *b);

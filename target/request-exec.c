@@ -10,6 +10,7 @@
 #include "conn.h"
 #include "log.h"
 #include "loops.h"
+#include "rbd.h"
 #include "request.h"
 
 /* The largest piece of a TRIM or WRITE_ZEROES handed to the backing store
@@ -189,7 +190,10 @@ req_execute(struct req *r)
 	}
 	memset(j, 0, sizeof(*j));
 	j->fd = e->cfg->fd;
-	j->rbd = e->cfg->rbd;      /* an RBD export: librbd instead of fd */
+	if (e->cfg->rbd != NULL) { /* an RBD export: librbd instead of fd */
+		j->submit = rbd_job_submit;
+		j->backing = e->cfg->rbd;
+	}
 	j->is_blockdev = e->cfg->is_blockdev;
 	j->off = r->info.offset;
 	j->len = r->info.length;

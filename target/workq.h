@@ -24,7 +24,6 @@ enum job_op {
 
 struct job;
 struct flusher;
-struct rbd_backing;
 typedef void job_done_fn(struct job *j);
 STAILQ_HEAD(job_list, job);
 
@@ -34,7 +33,11 @@ struct job {
 	STAILQ_ENTRY(job) link;
 	enum job_op op;
 	int      fd;
-	struct rbd_backing *rbd;   /* an RBD export's image: librbd, not fd (rbd.h) */
+	/* A backing that does its own asynchronous I/O instead of fd (an RBD
+	 * image: rbd_job_submit, rbd.h): ioq_submit hands the job to
+	 * submit(j), and j->done runs later on the loop.  NULL: fd. */
+	void   (*submit)(struct job *j);
+	void    *backing;          /* submit's own: the RBD image */
 	int      is_blockdev;
 	int      no_hole;          /* JOB_ZERO: must stay allocated */
 	void    *buf;
