@@ -141,9 +141,12 @@ conn_destroy(struct conn *c)
 	if (epoll_ctl(c->loop->epfd, EPOLL_CTL_DEL, c->channel->fd, NULL) < 0)
 		log_warn("%s: epoll_ctl del", c->peer);
 	target_lock(t);
-	stats_conn_closed(c);
-	if (c->exp != NULL)
+	/* Its counts live on in its export's, and the target's. */
+	t->stats.closed++;
+	if (c->exp != NULL) {
+		stats_io_add(&c->exp->stats, &c->stats);
 		export_put_conn(t, c->exp);
+	}
 	t->nconns--;
 	target_unlock(t);
 	if (c->qp != NULL && ibv_destroy_qp(c->qp) != 0)

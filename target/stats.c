@@ -7,7 +7,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "conn.h"
 #include "loops.h"
 #include "rbd.h"
 #include "stats.h"
@@ -170,15 +169,6 @@ void
 stats_revoked(struct target *t, enum stats_revocation why)
 {
 	count_kind(t, t->stats.revoked, STATS_REVOKED__COUNT, (unsigned)why);
-}
-
-/* Under t->lock (conn_destroy). */
-void
-stats_conn_closed(struct conn *c)
-{
-	c->t->stats.closed++;
-	if (c->exp != NULL)
-		stats_io_add(&c->exp->stats, &c->stats);
 }
 
 void

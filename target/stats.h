@@ -232,7 +232,6 @@ void stats_refused_status(struct target *t, uint16_t status, int at_hello);
 void stats_revoked(struct target *t, enum stats_revocation why);
 /* One more of a stats_target or struct export event counter, under t->lock. */
 void stats_count(struct target *t, uint64_t *counter);
-void stats_conn_closed(struct conn *c);            /* before it is freed */
 void stats_export_gone(struct target *t, struct export *e);
 
 /* The admin socket's replies: a JSON document or a human table, each
