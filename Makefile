@@ -60,12 +60,14 @@ INIT_LIBS := $(VERBS_LIBS) -lcrypto
 NBDKIT_PLUGINDIR := $(shell pkg-config nbdkit --variable=plugindir 2>/dev/null || echo $(PREFIX)/lib/nbdkit/plugins)
 
 COMMON_SRCS    := $(sort $(wildcard common/*.c))
+# The target's rooms are the folders of target/ (docs/design-notes.md); their
+# files include each other's headers as "ROOM/NAME.h", from -Itarget.
 # The RBD backend is a module the target loads for its first RBD export
-# (target/rbd-module.h); rbd-spec.c is in both.
-RBD_MOD_SRCS   := target/rbd.c target/rbd-session.c target/rbd-lock.c target/rbd-reopen.c \
-                  target/rbd-silence.c target/helper-thread.c target/rbd-spec.c \
-                  target/rbd-extents.c
-TARGET_SRCS    := $(filter-out $(filter-out target/rbd-spec.c,$(RBD_MOD_SRCS)),$(sort $(wildcard target/*.c)))
+# (target/rbd/rbd-module.h): all of target/rbd/ but the loader, rbd-module.c;
+# rbd-spec.c is in both.
+RBD_MOD_SRCS   := $(filter-out target/rbd/rbd-module.c,$(sort $(wildcard target/rbd/*.c)))
+TARGET_SRCS    := $(filter-out $(filter-out target/rbd/rbd-spec.c,$(RBD_MOD_SRCS)), \
+                  $(sort $(wildcard target/*.c target/*/*.c)))
 INITIATOR_SRCS := $(sort $(wildcard initiator/*.c))
 PLUGIN_SRCS    := $(sort $(wildcard plugin/*.c))
 UBLK_SRCS      := $(sort $(wildcard ublk/*.c))
@@ -99,13 +101,17 @@ UBLK_BIN   := $(BUILD)/rdmablk-ublk
 
 all: $(TARGET_BIN) $(RBD_MOD) $(LIB) $(PLUGIN) $(UBLK_BIN) $(TOOL_BINS) $(UNIT_BINS)
 
+# The target's rooms include each other as "ROOM/NAME.h", and so do the tests
+# that include them.
+$(BUILD)/target/%.o $(BUILD)/tests/%.o: CPPFLAGS += -Itarget
+
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(call say,CC,$@)$(CC) $(CPPFLAGS) $(ALL_CFLAGS) -c $< -o $@
 
-# Only what target/rbd-module.sym lists is exported to the module.
-$(TARGET_BIN): $(TARGET_OBJS) $(COMMON_OBJS) target/rbd-module.sym
-	$(call say,LD,$@)$(CC) $(LDFLAGS) -Wl,--dynamic-list=target/rbd-module.sym -o $@ $(filter %.o,$^) $(TARGET_LIBS)
+# Only what target/rbd/rbd-module.sym lists is exported to the module.
+$(TARGET_BIN): $(TARGET_OBJS) $(COMMON_OBJS) target/rbd/rbd-module.sym
+	$(call say,LD,$@)$(CC) $(LDFLAGS) -Wl,--dynamic-list=target/rbd/rbd-module.sym -o $@ $(filter %.o,$^) $(TARGET_LIBS)
 
 # -Bsymbolic: the module's calls to its own rbd_backing_* stay in the module.
 $(RBD_MOD): $(RBD_MOD_OBJS)
@@ -130,7 +136,7 @@ $(BUILD)/tests/unit/%: $(BUILD)/tests/unit/%.o $(TARGET_LIBOBJS) $(LIB)
 # test-request drives request.c and request-exec.c alone: what it calls on the connection,
 # the pool, the ioq and the flusher are the test's own fakes (no verbs).
 $(BUILD)/tests/unit/test-request: $(BUILD)/tests/unit/test-request.o \
-		$(BUILD)/target/request.o $(BUILD)/target/request-exec.o \
+		$(BUILD)/target/req/request.o $(BUILD)/target/req/request-exec.o \
 		$(BUILD)/target/log.o $(LIB)
 	$(call say,LD,$@)$(CC) $(LDFLAGS) -o $@ $^ $(TARGET_LIBS)
 

@@ -25,7 +25,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define RDMABLK_VERSION "0.1.0"
+#include "version.h"          /* RDMABLK_VERSION */
 
 #define RB_DEFAULT_QUEUE_DEPTH  32
 #define RB_DEFAULT_MAX_IO       (1024u * 1024u)

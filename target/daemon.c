@@ -10,14 +10,14 @@
 #include <sys/signalfd.h>
 #include <unistd.h>
 
-#include "admin.h"
-#include "conn.h"
+#include "conn/conn.h"
+#include "core/loop.h"
+#include "core/target.h"
 #include "daemon.h"
 #include "log.h"
-#include "loops.h"
-#include "memlock.h"
-#include "metrics.h"
-#include "target.h"
+#include "ops/admin.h"
+#include "ops/memlock.h"
+#include "ops/metrics.h"
 
 /* SIGTERM lets connections finish what they received for this long, then
  * fails those still open; a connection in error is freed once its WRs

@@ -2,7 +2,7 @@
 #ifndef RDMABLK_TARGET_DAEMON_H
 #define RDMABLK_TARGET_DAEMON_H
 
-#include "target.h"
+#include "core/target.h"
 
 /* Once the loops exist: set t->hooks, and watch SIGHUP, SIGTERM and
  * SIGINT on loop 0 (they must be blocked already).  -1, logged. */

@@ -13,14 +13,14 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "admin.h"
+#include "core/loop.h"
+#include "core/target.h"
 #include "daemon.h"
 #include "log.h"
-#include "loops.h"
-#include "memlock.h"
-#include "metrics.h"
-#include "pidfile.h"
-#include "target.h"
+#include "ops/admin.h"
+#include "ops/memlock.h"
+#include "ops/metrics.h"
+#include "ops/pidfile.h"
 
 /* SQ entries of the event loop's io_uring (the CQ gets twice as many;
  * more in flight wait in the kernel's overflow list, IORING_FEAT_NODROP). */

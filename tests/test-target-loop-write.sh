@@ -1,7 +1,7 @@
 #!/bin/bash
 # Small WRITEs (those that travel inline in their request) go into the page cache on the
 # target's event loop with one pwrite, with no io_uring or worker trip, while the page cache
-# is far from dirty throttling (target/pagecache.h); larger ones still go to the ioq. Checked
+# is far from dirty throttling (target/io/pagecache.h); larger ones still go to the ioq. Checked
 # with the `writes_cached` counter of `rdmablk-target --stats`: of 16 inline writes some (all,
 # on a quiet machine) count, a 64 KiB write (fetched with an RDMA READ) counts none, every byte
 # reads back, and the same holds with durability = always (each write then also waits for its

@@ -1,4 +1,4 @@
-/* Unit test for the io-engine key of target/config.c: the default is
+/* Unit test for the io-engine key of target/config/config.c: the default is
  * io_uring, "threads" forces the worker fallback, anything else is an
  * error reported as FILE:LINE.  No RDMA needed.  Prints one line per
  * check; exits 0 or 1. */
@@ -7,7 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../../target/config.h"
+#include "../../target/config/config.h"
 #include "../../target/log.h"
 #include "check.h"
 

@@ -1,4 +1,4 @@
-/* Unit test for a reload's diff (target/config-target.c): every [target]
+/* Unit test for a reload's diff (target/config/config-target.c): every [target]
  * key that needs a restart, changed in the new file, is refused by name
  * ("reload: KEY = NEW needs a restart; keeping OLD") and keeps its running
  * value; the keys a reload may change come through; an unchanged file says
@@ -10,7 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../../target/config.h"
+#include "../../target/config/config.h"
 #include "../../target/log.h"
 #include "check.h"
 #include "said.h"

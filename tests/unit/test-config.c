@@ -1,4 +1,4 @@
-/* Unit test for target/config.c: a valid config parses with the right
+/* Unit test for target/config/config.c: a valid config parses with the right
  * values; each invalid variant is reported as FILE:LINE: message.
  * No RDMA needed.  Prints one line per check; exits 0 or 1. */
 #include <arpa/inet.h>
@@ -9,7 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../../target/config.h"
+#include "../../target/config/config.h"
 #include "../../target/log.h"
 #include "check.h"
 #include "said.h"

@@ -1,4 +1,4 @@
-/* Unit test for exports_apply (target/export.c), the reload: a parsed
+/* Unit test for exports_apply (target/conn/export.c), the reload: a parsed
  * config replaces the running exports.  An export whose backing store is
  * the same is kept (same struct export, same fd, new settings); one that
  * is new is added; one that is gone is removed; one whose backing store
@@ -9,12 +9,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../../target/config.h"
-#include "../../target/flusher.h"
-#include "../../target/ioq.h"
+#include "../../target/config/config.h"
+#include "../../target/io/flusher.h"
+#include "../../target/io/ioq.h"
 #include "../../target/log.h"
-#include "../../target/loops.h"
-#include "../../target/target.h"
+#include "../../target/core/loop.h"
+#include "../../target/core/target.h"
 #include "check.h"
 
 static char dir[] = "/tmp/rdmablk-test-exports.XXXXXX";

@@ -1,4 +1,4 @@
-/* Unit test for target/extents.c, BLOCK_STATUS of files and block devices:
+/* Unit test for target/io/extents.c, BLOCK_STATUS of files and block devices:
  * a sparse temporary file (SEEK_DATA/SEEK_HOLE of the host's file system)
  * must come back as exactly its holes and data, a range that starts inside
  * a hole or data too, a partly written block as data, and more extents
@@ -9,7 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../../target/extents.h"
+#include "../../target/io/extents.h"
 
 #include "check.h"
 

@@ -1,5 +1,5 @@
-/* Unit test for target/flusher.c (group commit on the event loop) and
- * target/ioq.c (backing I/O on io_uring, or worker threads) against a temp
+/* Unit test for target/io/flusher.c (group commit on the event loop) and
+ * target/io/ioq.c (backing I/O on io_uring, or worker threads) against a temp
  * file, driven the way the daemon's event loop drives them: one thread
  * submits, flushes, waits on the ioq's fds and reaps.  Each check runs with
  * both engines.  No RDMA needed.  Prints one line per check; exits 0 or 1. */
@@ -10,10 +10,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../../target/flusher.h"
-#include "../../target/ioq.h"
+#include "../../target/io/flusher.h"
+#include "../../target/io/ioq.h"
 #include "../../target/log.h"
-#include "../../target/workq.h"
+#include "../../target/io/workq.h"
 #include "check.h"
 
 #define NWRITES 32

@@ -1,14 +1,14 @@
 /* Unit test for the [target] connection limits (docs/security.md): which limit
  * listener_over_limit names for a CONNECT_REQUEST, how peers are compared
- * (rb_sockaddr_same_host), and the memlock sum of target/memlock.c.  No
+ * (rb_sockaddr_same_host), and the memlock sum of target/ops/memlock.c.  No
  * RDMA needed: connections are bare struct conn on one loop's list. */
 #include <arpa/inet.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "../../target/conn.h"
-#include "../../target/loops.h"
-#include "../../target/memlock.h"
+#include "../../target/conn/conn.h"
+#include "../../target/core/loop.h"
+#include "../../target/ops/memlock.h"
 
 #include "check.h"
 

@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 #include "../../target/log.h"
-#include "../../target/pidfile.h"
+#include "../../target/ops/pidfile.h"
 
 #include "check.h"
 

@@ -1,4 +1,4 @@
-/* Unit test for target/pool.c, the pre-registered buffer pool: one
+/* Unit test for target/io/pool.c, the pre-registered buffer pool: one
  * registration of nbufs x bufsize with local write access only, get until
  * exhausted, put back, and the FIFO of requests waiting for a buffer
  * (wait, waiter_cancel, service).  No RDMA needed: this test defines ibv_reg_mr
@@ -9,8 +9,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../../target/pool.h"
-#include "../../target/waitq.h"
+#include "../../target/io/pool.h"
+#include "../../target/io/waitq.h"
 
 #include "check.h"
 

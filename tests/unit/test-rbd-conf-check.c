@@ -1,4 +1,4 @@
-/* Unit test for target/rbd-conf-check.c: a ceph.conf that turns
+/* Unit test for target/config/rbd-conf-check.c: a ceph.conf that turns
  * rbd_blocklist_on_break_lock off for clients is found, in any of Ceph's
  * spellings, and only in a section clients read; config_warn names the
  * export, the file and the line. */
@@ -7,7 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../../target/config.h"
+#include "../../target/config/config.h"
 
 #include "check.h"
 

@@ -1,4 +1,4 @@
-/* Unit test for target/request.c, the request state machine: drive one
+/* Unit test for target/req/request.c, the request state machine: drive one
  * request slot through its states with fake completions.  No verbs: this
  * binary links request.o and request-exec.o alone (Makefile), and what
  * they call on the connection, the pool, the ioq and the flusher are the
@@ -8,13 +8,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../target/config.h"
-#include "../../target/conn.h"
-#include "../../target/flusher.h"
+#include "../../target/config/config.h"
+#include "../../target/conn/conn.h"
+#include "../../target/io/flusher.h"
 #include "../../target/log.h"
-#include "../../target/loops.h"
-#include "../../target/rbd.h"
-#include "../../target/request.h"
+#include "../../target/core/loop.h"
+#include "../../target/rbd/rbd.h"
+#include "../../target/req/request.h"
 #include "check.h"
 
 #define SIZE     (1ull << 30)

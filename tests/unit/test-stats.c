@@ -1,10 +1,10 @@
-/* Unit test for target/stats.h: log2 latency buckets and the percentiles
+/* Unit test for target/core/stats.h: log2 latency buckets and the percentiles
  * computed from them (a bucket's upper bound, capped at the maximum), and
  * adding one connection's counters into another's.  No RDMA needed. */
 #include <stdio.h>
 #include <string.h>
 
-#include "../../target/stats.h"
+#include "../../target/core/stats.h"
 
 #include "check.h"
 
