@@ -311,22 +311,27 @@ int  rb_conn_create(const struct rb_conn_cfg *cfg, int list_only,
 		    uint64_t deadline_ns, struct rb_conn **out, char *errbuf);
 void rb_conn_ref(struct rb_conn *conn);
 void rb_conn_unref(struct rb_conn *conn);
-/* Under conn->lock: mark dead once, log why, move the QP to the error
- * state (nothing more reaches the target), wake every waiter (and the
- * leader, out of its poll()). */
-void rb_conn_mark_dead_locked(struct rb_conn *conn, const char *why);
 /* A dead connection: when none of its unanswered writes (WRITE, TRIM,
  * WRITE_ZEROES) can still start at the target (their ttl), 0 for now.
  * Nothing they wrote may be resent or reported before (client.c). */
 uint64_t rb_conn_hold_ns(struct rb_conn *conn);
 /* Sleep until hold_ns (no lock held), saying why once. */
 void rb_hold_until(uint64_t hold_ns, const char *host);
-/* Post one receive buffer again.  0 or -errno. */
+
+/* link.c: what every layer does to one connection; it calls none of them.
+ * Post one receive buffer again.  0 or -errno. */
 int  rb_conn_post_recv(struct rb_conn *conn, uint32_t index);
 void *rb_conn_recv_buf(struct rb_conn *conn, uint32_t index);
 /* Fill a signaled SEND of len bytes at buf (in conn->send) with wr_id ctx. */
 void rb_conn_send_wr(struct rb_conn *conn, struct ibv_send_wr *wr, struct ibv_sge *sge,
 		     void *buf, size_t len, struct rb_wr_ctx *ctx);
+/* Write wake_fd (and mark it posted); read it back only when posted. */
+void rb_conn_wake(struct rb_conn *conn);
+void rb_conn_wake_take(struct rb_conn *conn);
+/* Under conn->lock: mark dead once, log why, move the QP to the error
+ * state (nothing more reaches the target), orphan every unanswered slot,
+ * wake every waiter (and the leader, out of its poll()). */
+void rb_conn_mark_dead_locked(struct rb_conn *conn, const char *why);
 
 /* direct.c: the caller's memory for direct requests.  Register [base, len)
  * on conn once (0, -EAGAIN once fenced, or -errno); fence: revoke every
@@ -387,9 +392,6 @@ int  rb_conn_arm_cq(struct rb_conn *conn, struct ibv_cq *cq);
 /* Take and ack the completion channel's events, reading it only while an
  * armed CQ may have raised one. */
 void rb_conn_take_events(struct rb_conn *conn);
-/* Write wake_fd (and mark it posted); read it back only when posted. */
-void rb_conn_wake(struct rb_conn *conn);
-void rb_conn_wake_take(struct rb_conn *conn);
 
 /* timer.c: the housekeeping thread: keepalive NOPs, CM events, dead
  * detection, and reaping the CQs when no leader is waiting. */

@@ -84,29 +84,6 @@ rb_conn_take_events(struct rb_conn *conn)
 		took_event(conn, ev_cq);
 }
 
-void
-rb_conn_wake(struct rb_conn *conn)
-{
-	uint64_t one = 1;
-
-	if (write(conn->wake_fd, &one, sizeof(one)) < 0) {
-		rb_log(RB_LOG_DEBUG, "wake_fd: %s", strerror(errno));
-		return;
-	}
-	/* After the write: a reader that sees it finds the count there. */
-	__atomic_store_n(&conn->wake_posted, 1, __ATOMIC_RELEASE);
-}
-
-void
-rb_conn_wake_take(struct rb_conn *conn)
-{
-	uint64_t n;
-
-	if (__atomic_exchange_n(&conn->wake_posted, 0, __ATOMIC_ACQ_REL) &&
-	    read(conn->wake_fd, &n, sizeof(n)) < 0 && errno != EAGAIN)
-		rb_log(RB_LOG_DEBUG, "wake_fd: %s", strerror(errno));
-}
-
 /* Sleep until the completion channel or wake_fd fires, or timeout_ms. */
 static void
 sleep_on_channel(struct rb_conn *conn, int timeout_ms)
