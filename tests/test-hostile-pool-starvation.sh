@@ -1,5 +1,5 @@
 #!/bin/bash
-# One tenant cannot starve the shared buffer pool (issue 13, High 1). Six hostile initiators
+# One tenant cannot starve the shared buffer pool. Six hostile initiators
 # (rdmablk-hostile starve) each connect asking for infinite RNR retry, post no receive after
 # HELLO_REPLY and send 16 READs of 1 MiB, whose replies can never be delivered; 6 x 16 buffers
 # are more than the pool's 64. Meanwhile a good client on the same export keeps writing and

@@ -39,7 +39,7 @@ ok "good config: configuration OK, exit 0, nothing created"
 if grep -q 'warning' "$LOGS/good.log"; then fail "good config: a warning for allow-listed or read-only exports"; fi
 
 # A writable export with neither secret-file nor allow list: valid, with one warning naming it
-# (issue 13, Medium 8: allow alone does not hold on InfiniBand, and this has not even that).
+# (allow alone does not hold on InfiniBand, and this has not even that).
 cat >"$T/open.conf" <<EOF
 [target]
 listen = 10.55.0.1

@@ -219,7 +219,7 @@ has(const struct ub_dev *d, uint32_t flag)
 
 /* The test hook RDMABLK_TEST_UBLK_NULL=1 (docs/testing.md): every request
  * is answered at once and nothing reaches the target, so that a trace
- * measures what the kernel's ublk path and fio cost alone (issue 25). */
+ * measures what the kernel's ublk path and fio cost alone. */
 static int
 null_io(void)
 {
