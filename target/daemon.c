@@ -118,7 +118,7 @@ daemon_after_round(struct loop *l)
 	struct conn *c, *next;
 	uint64_t now = rb_now_ns();
 
-	for (d = t->devices; d != NULL; d = d->next)
+	STAILQ_FOREACH(d, &t->devices, link)
 		pool_service(d->pools[l->idx]);
 	/* Deadlines have one-second granularity: not on every round. */
 	if (now >= l->next_watch_ns) {
@@ -139,7 +139,7 @@ daemon_after_round(struct loop *l)
 	LIST_FOREACH(c, &l->conns, link)
 		if (c->state != CONN_ERROR && conn_send_arm(c))
 			again = 1;
-	for (d = t->devices; d != NULL; d = d->next)
+	STAILQ_FOREACH(d, &t->devices, link)
 		if (pool_has_waiters(d->pools[l->idx]) && pool_nfree(d->pools[l->idx]) > 0)
 			again = 1;
 	return again;

@@ -157,6 +157,8 @@ main(int argc, char **argv)
 	}
 
 	memset(&t, 0, sizeof(t));
+	STAILQ_INIT(&t.devices);
+	STAILQ_INIT(&t.exports);
 	t.epfd = t.sigfd = -1;
 	t.stats.start_ns = rb_now_ns();
 	t.config_file = config_file = absolute(conf);

@@ -82,12 +82,12 @@ cfg_export_free(struct cfg_export *e)
 void
 config_free(struct config *c)
 {
-	struct cfg_export *e, *next;
+	struct cfg_export *e;
 
 	if (c == NULL)
 		return;
-	for (e = c->exports; e != NULL; e = next) {
-		next = e->next;
+	while ((e = STAILQ_FIRST(&c->exports)) != NULL) {
+		STAILQ_REMOVE_HEAD(&c->exports, link);
 		cfg_export_free(e);
 	}
 	free(c->file);
@@ -99,7 +99,7 @@ config_find_export(const struct config *c, const char *name)
 {
 	const struct cfg_export *e;
 
-	for (e = c->exports; e != NULL; e = e->next)
+	STAILQ_FOREACH(e, &c->exports, link)
 		if (strcmp(e->name, name) == 0)
 			return e;
 	return NULL;
@@ -191,7 +191,7 @@ export_open(struct parser *p, struct cfg_export *e)
 static void
 end_section(struct parser *p)
 {
-	struct cfg_export *e = p->cur, **tail;
+	struct cfg_export *e = p->cur;
 
 	p->in_target = 0;
 	p->cur = NULL;
@@ -216,9 +216,7 @@ end_section(struct parser *p)
 		cfg_export_free(e);
 		return;
 	}
-	for (tail = &p->c->exports; *tail != NULL; tail = &(*tail)->next)
-		;
-	*tail = e;
+	STAILQ_INSERT_TAIL(&p->c->exports, e, link);
 	p->c->nexports++;
 }
 
@@ -332,7 +330,7 @@ check_loops_rbd(struct parser *p)
 
 	if (p->c->threads <= 1)
 		return;
-	for (e = p->c->exports; e != NULL; e = e->next)
+	STAILQ_FOREACH(e, &p->c->exports, link)
 		if (e->is_rbd)
 			perr(p, e->line, "[export %s]: an RBD export needs threads = 1 "
 			     "(threads = %u)", e->name, p->c->threads);
@@ -347,7 +345,7 @@ config_reload_conflicts(const struct config *nc, config_error_fn *fn, void *arg)
 
 	if (nc->threads <= 1)
 		return 0;
-	for (e = nc->exports; e != NULL; e = e->next) {
+	STAILQ_FOREACH(e, &nc->exports, link) {
 		if (!e->is_rbd)
 			continue;
 		snprintf(msg, sizeof(msg), "reload: [export %s]: an RBD export needs threads = 1, "
@@ -419,6 +417,7 @@ config_load(const char *file, int flags, config_error_fn *err, void *arg,
 		*nerrors = p.nerrors;
 		return NULL;
 	}
+	STAILQ_INIT(&c->exports);
 	p.c = c;
 	target_defaults(c);
 

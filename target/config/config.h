@@ -6,6 +6,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/queue.h>
 #include <sys/socket.h>
 
 #include "auth.h"
@@ -49,7 +50,7 @@ struct cfg_allow_key {
 };
 
 struct cfg_export {
-	struct cfg_export *next;
+	STAILQ_ENTRY(cfg_export) link;
 	int      line;                       /* of its [export NAME] header */
 	char     name[RB_EXPORT_NAME_MAX + 1];
 	char    *path;
@@ -110,7 +111,7 @@ struct config {
 	unsigned max_conns_total;            /* `max-connections-total =` */
 	unsigned max_handshakes;             /* `max-handshakes =`: HELLO/AUTH not done */
 	unsigned max_conns_per_addr;         /* `max-connections-per-address =` */
-	struct cfg_export *exports;          /* in file order */
+	STAILQ_HEAD(, cfg_export) exports;   /* in file order */
 	unsigned nexports;
 };
 

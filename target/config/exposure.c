@@ -18,7 +18,7 @@ config_warn(const struct config *c, config_error_fn *fn, void *arg)
 	unsigned n = 0;
 	char msg[512];
 
-	for (e = c->exports; e != NULL; e = e->next) {
+	STAILQ_FOREACH(e, &c->exports, link) {
 		if (e->read_only || e->secret_file != NULL || e->nallow != 0)
 			continue;
 		snprintf(msg, sizeof(msg), "%s:%d: warning: export %s is writable by any "

@@ -90,7 +90,7 @@ config_warn_rbd(const struct config *c, config_error_fn *fn, void *arg)
 	char msg[768];
 	int line = 0;
 
-	for (e = c->exports; e != NULL; e = e->next) {
+	STAILQ_FOREACH(e, &c->exports, link) {
 		if (!e->is_rbd || e->read_only)
 			continue;
 		conf = e->ceph_conf != NULL ? e->ceph_conf : RBD_DEFAULT_CONF;

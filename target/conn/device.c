@@ -14,7 +14,7 @@ device_get(struct target *t, struct ibv_context *verbs)
 	struct device *d;
 	unsigned nbufs, i;
 
-	for (d = t->devices; d != NULL; d = d->next)
+	STAILQ_FOREACH(d, &t->devices, link)
 		if (d->verbs == verbs)
 			return d;
 	d = calloc(1, sizeof(*d));
@@ -51,8 +51,7 @@ device_get(struct target *t, struct ibv_context *verbs)
 	else
 		log_info("%s: registered %u pools (one per event loop) of %u buffers of %u bytes",
 			 ibv_get_device_name(verbs->device), t->nloops, nbufs, t->cfg->max_io);
-	d->next = t->devices;
-	t->devices = d;
+	STAILQ_INSERT_HEAD(&t->devices, d, link);
 	return d;
 
 out_destroy_pools:
@@ -69,11 +68,11 @@ out_free:
 void
 device_destroy_all(struct target *t)
 {
-	struct device *d, *next;
+	struct device *d;
 	unsigned i;
 
-	for (d = t->devices; d != NULL; d = next) {
-		next = d->next;
+	while ((d = STAILQ_FIRST(&t->devices)) != NULL) {
+		STAILQ_REMOVE_HEAD(&t->devices, link);
 		for (i = 0; i < d->npools; i++)
 			pool_destroy(d->pools[i]);
 		free(d->pools);
@@ -81,5 +80,4 @@ device_destroy_all(struct target *t)
 			log_warnx("ibv_dealloc_pd failed: resources still use it");
 		free(d);
 	}
-	t->devices = NULL;
 }

@@ -144,7 +144,7 @@ export_find(struct target *t, const char *name)
 {
 	struct export *e;
 
-	for (e = t->exports; e != NULL; e = e->next)
+	STAILQ_FOREACH(e, &t->exports, link)
 		if (!e->removed && strcmp(e->cfg->name, name) == 0)
 			return e;
 	return NULL;
@@ -154,16 +154,15 @@ export_find(struct target *t, const char *name)
 static void
 exports_reap(struct target *t)
 {
-	struct export **pp = &t->exports, *e;
+	struct export *e, *next;
 
-	while ((e = *pp) != NULL) {
+	for (e = STAILQ_FIRST(&t->exports); e != NULL; e = next) {
+		next = STAILQ_NEXT(e, link);
 		if (e->removed && e->nconns == 0) {
-			*pp = e->next;
+			STAILQ_REMOVE(&t->exports, e, export, link);
 			log_info("export %s removed", e->cfg->name);
 			stats_export_gone(t, e);
 			export_destroy(e);
-		} else {
-			pp = &e->next;
 		}
 	}
 }
@@ -217,7 +216,7 @@ exports_tick(struct target *t)
 {
 	struct export *e;
 
-	for (e = t->exports; e != NULL; e = e->next) {
+	STAILQ_FOREACH(e, &t->exports, link) {
 		if (e->cfg->rbd == NULL)
 			continue;
 		/* A removed export only finishes a reopen under way. */
@@ -267,17 +266,18 @@ same_backing(const struct cfg_export *a, const struct cfg_export *b)
 int
 exports_apply(struct target *t, struct config *nc)
 {
-	struct cfg_export *ce, *next, *list = nc->exports;
-	struct export *e, *old, **tail;
+	STAILQ_HEAD(, cfg_export) list = STAILQ_HEAD_INITIALIZER(list);
+	struct cfg_export *ce;
+	struct export *e, *old;
 	int added = 0, kept = 0;
 
-	nc->exports = NULL;
+	/* The exports leave nc: each becomes a running export's, or is freed. */
+	STAILQ_CONCAT(&list, &nc->exports);
 	nc->nexports = 0;
-	for (e = t->exports; e != NULL; e = e->next)
+	STAILQ_FOREACH(e, &t->exports, link)
 		e->keep = 0;
-	for (ce = list; ce != NULL; ce = next) {
-		next = ce->next;
-		ce->next = NULL;
+	while ((ce = STAILQ_FIRST(&list)) != NULL) {
+		STAILQ_REMOVE_HEAD(&list, link);
 		old = export_find(t, ce->name);
 		if (old != NULL && flusher_failed(old->flusher) != 0) {
 			/* The admin's reload reopens a failed export (flusher.h):
@@ -295,12 +295,10 @@ exports_apply(struct target *t, struct config *nc)
 			ce->fd = fd;
 			old->cfg->rbd = ce->rbd;
 			ce->rbd = rbd;
-			ce->next = NULL;
 			{
 				struct cfg_export *prev = old->cfg;
 
 				old->cfg = ce;
-				prev->next = NULL;
 				cfg_export_free(prev);
 			}
 			old->keep = 1;
@@ -317,9 +315,7 @@ exports_apply(struct target *t, struct config *nc)
 			continue;
 		}
 		e->keep = 1;
-		for (tail = &t->exports; *tail != NULL; tail = &(*tail)->next)
-			;
-		*tail = e;
+		STAILQ_INSERT_TAIL(&t->exports, e, link);
 		added++;
 		log_info("export %s: %s, %llu bytes%s%s, durability %s", e->cfg->name,
 			 e->cfg->path, (unsigned long long)e->cfg->size,
@@ -327,7 +323,7 @@ exports_apply(struct target *t, struct config *nc)
 			 e->cfg->direct_io ? ", direct-io" : "",
 			 e->cfg->durability == DURABILITY_ALWAYS ? "always" : "fua");
 	}
-	for (e = t->exports; e != NULL; e = e->next)
+	STAILQ_FOREACH(e, &t->exports, link)
 		if (!e->removed && !e->keep)
 			export_remove(t, e);
 	/* Kept exports took their new allow, key and size: take back from
@@ -342,7 +338,7 @@ exports_destroy_all(struct target *t)
 {
 	struct export *e;
 
-	for (e = t->exports; e != NULL; e = e->next)
+	STAILQ_FOREACH(e, &t->exports, link)
 		e->removed = 1;
 	exports_reap(t);
 }
@@ -352,7 +348,7 @@ exports_any_allows(struct target *t, const struct sockaddr *sa)
 {
 	struct export *e;
 
-	for (e = t->exports; e != NULL; e = e->next)
+	STAILQ_FOREACH(e, &t->exports, link)
 		if (!e->removed && cfg_export_allows(e->cfg, sa))
 			return 1;
 	return 0;

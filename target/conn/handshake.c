@@ -308,7 +308,7 @@ conn_list(struct conn *c, struct recv_buf *rb)
 		return;
 	}
 	len = rb_list_reply_init(c->ctrl_buf);
-	for (e = c->t->exports; e != NULL; e = e->next) {
+	STAILQ_FOREACH(e, &c->t->exports, link) {
 		if (e->removed || !cfg_export_allows(e->cfg, (struct sockaddr *)&c->peer_sa) ||
 		    !cfg_export_listed(e->cfg, (struct sockaddr *)&c->peer_sa))
 			continue;

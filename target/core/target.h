@@ -17,6 +17,7 @@
 #include <pthread.h>
 #include <rdma/rdma_cma.h>
 #include <stdint.h>
+#include <sys/queue.h>
 
 #include "config/config.h"
 #include "io/flusher.h"
@@ -57,7 +58,7 @@ struct wr_ctx {
 };
 
 struct device {
-	struct device *next;
+	STAILQ_ENTRY(device) link;
 	struct ibv_context *verbs;
 	struct ibv_pd *pd;
 	struct pool **pools;        /* one per loop: buffer-pool split evenly */
@@ -66,7 +67,7 @@ struct device {
 };
 
 struct export {
-	struct export *next;
+	STAILQ_ENTRY(export) link;
 	struct cfg_export *cfg;     /* owned: detached from its struct config */
 	struct flusher *flusher;    /* loop 0's, which holds the failed state */
 	struct flusher **flushers;  /* one per loop, [0] == flusher */
@@ -106,8 +107,8 @@ struct target {
 	struct ep_handler cm_eh, sig_eh;
 	struct rdma_event_channel *cm_channel;
 	struct rdma_cm_id *listen_id;
-	struct device *devices;
-	struct export *exports;
+	STAILQ_HEAD(, device) devices;
+	STAILQ_HEAD(, export) exports;
 	struct loop **loops;        /* nloops event loops; [0] is the main thread's */
 	unsigned nloops;
 	pthread_mutex_t lock;       /* the counters below (loop.h) */

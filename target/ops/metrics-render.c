@@ -40,7 +40,7 @@ by_reason(struct sbuf *b, const char *name, const char *help, const char *label,
 /* The non-removed exports (a removed one may linger with its old
  * connections, under a name a new one took). */
 #define FOR_EACH_LIVE_EXPORT(t, e) \
-	for ((e) = (t)->exports; (e) != NULL; (e) = (e)->next) if (!(e)->removed)
+	STAILQ_FOREACH((e), &(t)->exports, link) if (!(e)->removed)
 
 static void
 target_families(struct target *t, struct sbuf *b)
@@ -79,7 +79,7 @@ pool_families(struct target *t, struct sbuf *b)
 
 	family(b, "rdmablk_pool_buffers", "gauge",
 	       "Registered buffers in the pool of an RDMA device.");
-	for (d = t->devices; d != NULL; d = d->next) {
+	STAILQ_FOREACH(d, &t->devices, link) {
 		for (total = 0, i = 0; i < d->npools; i++)
 			total += pool_nbufs(d->pools[i]);
 		sb_printf(b, "rdmablk_pool_buffers{device=\"%s\"} %u\n",
@@ -87,7 +87,7 @@ pool_families(struct target *t, struct sbuf *b)
 	}
 	family(b, "rdmablk_pool_buffers_in_use", "gauge",
 	       "Pool buffers requests hold now, of an RDMA device.");
-	for (d = t->devices; d != NULL; d = d->next) {
+	STAILQ_FOREACH(d, &t->devices, link) {
 		for (used = 0, i = 0; i < d->npools; i++)
 			used += pool_nbufs(d->pools[i]) - pool_nfree(d->pools[i]);
 		sb_printf(b, "rdmablk_pool_buffers_in_use{device=\"%s\"} %u\n",

@@ -214,7 +214,7 @@ json_render(struct target *t, struct sbuf *b)
 	sb_printf(b, "\n  },\n  \"exports\": [");
 
 	first = 1;
-	for (e = t->exports; e != NULL; e = e->next) {
+	STAILQ_FOREACH(e, &t->exports, link) {
 		struct flusher_stats fs;
 
 		export_flusher_stats(e, &fs);
@@ -383,19 +383,19 @@ human_render(struct target *t, struct sbuf *b)
 
 	sb_printf(b, io_header, "EXPORT", "INFL", "READS", "WRITES", "FLUSHES", "TRIMS",
 		  "ZEROES", "NOPS", "READ", "WRITTEN", "ERRORS");
-	for (e = t->exports; e != NULL; e = e->next) {
+	STAILQ_FOREACH(e, &t->exports, link) {
 		stats_export_snapshot(t, e, &io, &inf);
 		human_io_row(b, e->cfg->name, &io, inf);
 	}
 	stats_total_snapshot(t, &io, &inf);
 	human_io_row(b, "(total)", &io, inf);
 
-	for (e = t->exports; e != NULL; e = e->next)
+	STAILQ_FOREACH(e, &t->exports, link)
 		if (flusher_failed(e->flusher))
 			sb_printf(b, "export %s: export failed (%s): writes and FLUSH get EIO "
 				  "until a reload reopens it\n", e->cfg->name,
 				  flusher_failure(e->flusher));
-	for (e = t->exports; e != NULL; e = e->next)
+	STAILQ_FOREACH(e, &t->exports, link)
 		human_rbd_lock(b, e);
 
 	if (t->nconns != 0) {
@@ -416,14 +416,14 @@ human_render(struct target *t, struct sbuf *b)
 
 	sb_printf(b, "\n%-16s %-6s %10s %8s %8s %8s\n", "LATENCY (us)", "OP", "COUNT",
 		  "P50", "P99", "MAX");
-	for (e = t->exports; e != NULL; e = e->next) {
+	STAILQ_FOREACH(e, &t->exports, link) {
 		stats_export_snapshot(t, e, &io, &inf);
 		human_latency(b, e->cfg->name, &io);
 	}
 
 	sb_printf(b, "\n%-16s %10s %10s %9s %9s %6s\n", "GROUP COMMIT", "SYNCS", "COVERED",
 		  "AVG-BATCH", "MAX-BATCH", "ERRORS");
-	for (e = t->exports; e != NULL; e = e->next) {
+	STAILQ_FOREACH(e, &t->exports, link) {
 		struct flusher_stats fs;
 
 		export_flusher_stats(e, &fs);

@@ -36,7 +36,7 @@ stats_total_snapshot(struct target *t, struct stats_io *io, uint64_t *in_flight)
 
 	*io = t->stats.gone;
 	*in_flight = 0;
-	for (e = t->exports; e != NULL; e = e->next) {
+	STAILQ_FOREACH(e, &t->exports, link) {
 		stats_export_snapshot(t, e, &one, &inf);
 		stats_io_add(io, &one);
 		*in_flight += inf;

@@ -53,7 +53,7 @@ nexports(void)
 	struct export *e;
 	unsigned n = 0;
 
-	for (e = t.exports; e != NULL; e = e->next)
+	STAILQ_FOREACH(e, &t.exports, link)
 		n++;
 	return n;
 }
@@ -78,6 +78,8 @@ main(void)
 	}
 	snprintf(conf, sizeof(conf), "%s/rdmablk.conf", dir);
 	memset(&t, 0, sizeof(t));
+	STAILQ_INIT(&t.devices);
+	STAILQ_INIT(&t.exports);
 	loop0.ioq = ioq_create(IOQ_THREADS, 8, 1);
 	CHECK(loop0.ioq != NULL);
 	if (loop0.ioq == NULL)
@@ -129,7 +131,7 @@ main(void)
 
 	/* Everything removed. */
 	CHECK(apply(TARGET) == 0);
-	CHECK(t.exports == NULL);
+	CHECK(STAILQ_EMPTY(&t.exports));
 
 	exports_destroy_all(&t);
 	ioq_destroy(loop0.ioq);

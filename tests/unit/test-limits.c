@@ -85,6 +85,8 @@ main(void)
 
 	memset(&cfg, 0, sizeof(cfg));
 	memset(&t, 0, sizeof(t));
+	STAILQ_INIT(&t.devices);
+	STAILQ_INIT(&t.exports);
 	t.cfg = &cfg;
 	t.loops = loops;
 	t.nloops = 1;

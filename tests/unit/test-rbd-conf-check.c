@@ -60,7 +60,8 @@ main(void)
 	memset(&c, 0, sizeof(c));
 	memset(&e, 0, sizeof(e));
 	c.file = "t.conf";
-	c.exports = &e;
+	STAILQ_INIT(&c.exports);
+	STAILQ_INSERT_TAIL(&c.exports, &e, link);
 	snprintf(e.name, sizeof(e.name), "vm0");
 	e.line = 7;
 	e.is_rbd = 1;

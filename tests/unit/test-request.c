@@ -197,6 +197,8 @@ setup(enum durability d, unsigned pool_bufs)
 	cfg.stats = 0;
 	cfg.io_threads = 2;
 	memset(&t, 0, sizeof(t));
+	STAILQ_INIT(&t.devices);
+	STAILQ_INIT(&t.exports);
 	t.cfg = &cfg;
 	memset(&ce, 0, sizeof(ce));
 	snprintf(ce.name, sizeof(ce.name), "test");
