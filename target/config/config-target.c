@@ -395,10 +395,7 @@ config_keep_restart_only(const struct config *run, struct config *nc,
 		show(run, k, was, sizeof(was));
 		snprintf(msg, sizeof(msg), "reload: %s = %s needs a restart; keeping %s",
 			 k->key, now, was);
-		if (fn != NULL)
-			fn(arg, msg);
-		else
-			log_warnx("%s", msg);
+		config_say(fn, arg, msg);
 		if (k->keep != NULL)
 			k->keep(nc, run);
 		else if (k->type == TK_STR)

@@ -336,6 +336,15 @@ check_loops_rbd(struct parser *p)
 			     "(threads = %u)", e->name, p->c->threads);
 }
 
+void
+config_say(config_error_fn *fn, void *arg, const char *msg)
+{
+	if (fn != NULL)
+		fn(arg, msg);
+	else
+		log_warnx("%s", msg);
+}
+
 unsigned
 config_reload_conflicts(const struct config *nc, config_error_fn *fn, void *arg)
 {
@@ -351,10 +360,7 @@ config_reload_conflicts(const struct config *nc, config_error_fn *fn, void *arg)
 		snprintf(msg, sizeof(msg), "reload: [export %s]: an RBD export needs threads = 1, "
 			 "and the target runs with threads = %u until a restart", e->name,
 			 nc->threads);
-		if (fn != NULL)
-			fn(arg, msg);
-		else
-			log_warnx("%s", msg);
+		config_say(fn, arg, msg);
 		n++;
 	}
 	return n;

@@ -125,6 +125,9 @@ struct config {
 /* Receives one "FILE:LINE: message" per error. */
 typedef void config_error_fn(void *arg, const char *msg);
 
+/* A warning about a config: to fn when it is set, else to the log. */
+void config_say(config_error_fn *fn, void *arg, const char *msg);
+
 /* Returns the config when there were no errors, else NULL; *nerrors counts
  * them.  err == NULL reports through log_warnx. */
 struct config *config_load(const char *file, int flags, config_error_fn *err,

@@ -9,7 +9,6 @@
 #include <stdio.h>
 
 #include "config.h"
-#include "log.h"
 
 unsigned
 config_warn(const struct config *c, config_error_fn *fn, void *arg)
@@ -25,10 +24,7 @@ config_warn(const struct config *c, config_error_fn *fn, void *arg)
 			 "initiator: it has no secret-file and no allow list (an allow list "
 			 "alone holds only where addresses cannot be forged, never on "
 			 "InfiniBand; see docs/security.md)", c->file, e->line, e->name);
-		if (fn != NULL)
-			fn(arg, msg);
-		else
-			log_warnx("%s", msg);
+		config_say(fn, arg, msg);
 		n++;
 	}
 	return n + config_warn_rbd(c, fn, arg);

@@ -13,7 +13,6 @@
 #include <string.h>
 
 #include "config.h"
-#include "log.h"
 #include "rbd/rbd.h"
 
 /* Ceph's option names: spaces, underscores and dashes are all one.  In
@@ -102,10 +101,7 @@ config_warn_rbd(const struct config *c, config_error_fn *fn, void *arg)
 			 "target waits for its watch to lapse (osd_client_watch_timeout, 30 s by "
 			 "default), longer than an initiator's default timeout (docs/rbd.md)",
 			 c->file, e->line, e->name, conf, line);
-		if (fn != NULL)
-			fn(arg, msg);
-		else
-			log_warnx("%s", msg);
+		config_say(fn, arg, msg);
 		n++;
 	}
 	return n;
