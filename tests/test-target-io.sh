@@ -1,8 +1,9 @@
 #!/bin/bash
-# Reads and writes through the real initiator: data read back matches, and the backing file
-# holds exactly the pattern written (cmp). Covers inline writes, RDMA READ/WRITE sizes up to
-# and beyond max-io, FUA, FLUSH, TRIM, WRITE_ZEROES, several connections at once, and a pool
-# much smaller than the outstanding I/O (requests must wait for buffers, not fail).
+# Each request type does what it says, through the real initiator: data read back matches,
+# and the backing file holds exactly the pattern written (cmp), for inline writes and RDMA
+# READ/WRITE sizes up to and beyond max-io; FUA, FLUSH, TRIM and WRITE_ZEROES; a write past
+# the end is refused and the connection goes on. (Many clients through a small pool:
+# test-target-io-pressure.sh.)
 # shellcheck source=tests/lib.sh
 . "$(dirname "$0")/lib.sh"
 
@@ -10,21 +11,11 @@ require_rdma
 requires_file "$BUILD/rdmablk-target" "$BUILD/tests/rdmablk-io"
 
 img=$T/disk0.img
-# buffer-pool: two buffers, back-pressure under any real load
 target_conf "$T/target.conf" max-io=256K buffer-pool=512K io-threads=2 <<EOF
 [export disk0]
 path = $img
 size = 64M
 description = io test
-
-[export s1]
-path = $T/s1.img
-size = 8M
-
-[export s2]
-path = $T/s2.img
-size = 8M
-durability = fua
 EOF
 start_target "$T/target.conf" -v
 
@@ -70,33 +61,6 @@ ok "WRITE_ZEROES and TRIM"
 if step beyond rdmablk_io write 67108864 4096 1; then fail "write beyond the end succeeded"; fi
 grep -q 'EOVERFLOW\|EINVAL' "$LOGS/beyond.log" || fail "write beyond the end: wrong error"
 ok "write beyond the end refused"
-
-# Several connections and exports at once, many requests in flight through two buffers.
-pids=()
-for e in s1 s2; do
-    timeout 120 "$BUILD/tests/rdmablk-io" -H "$RDMABLK_ADDR" -e $e -t 60 -q 16 stress 8 4 \
-        >"$LOGS/stress-$e.log" 2>&1 &
-    pids+=($!)
-done
-for i in 1 2 3; do
-    (
-        for j in 1 2 3 4; do
-            off=$(((16 + i * 4 + j) * 262144 * 2))
-            rdmablk_io write $off 524288 $((i * 10 + j)) && rdmablk_io read $off 524288 $((i * 10 + j)) || exit 1
-        done
-    ) >"$LOGS/loop$i.log" 2>&1 &
-    pids+=($!)
-done
-for p in "${pids[@]}"; do
-    wait "$p" || fail "a concurrent client failed (pid $p)"
-done
-for i in 1 2 3; do
-    for j in 1 2 3 4; do
-        file_has $(((16 + i * 4 + j) * 262144 * 2)) 524288 $((i * 10 + j)) ||
-            fail "concurrent write $i/$j not in the backing file"
-    done
-done
-ok "two stress clients on two exports and three writers on one, through a two-buffer pool"
 
 kill -0 "$TARGET_PID" || fail "target died"
 wait_for 60 conns_are "$T/target.conf" 0 || fail "not every connection was freed"
