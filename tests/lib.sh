@@ -437,6 +437,14 @@ durability_exports() {
     printf '[export always]\npath = %s\nsize = %s\ndurability = always\n' "$T/always.img" "$1"
 }
 
+# backing_has FILE OFF LEN SEED: FILE (an export's backing file) holds rdmablk-io's pattern
+# SEED for OFF..OFF+LEN (cmp).
+backing_has() {
+    "$BUILD/tests/rdmablk-io" pattern "$2" "$3" "$4" >"$T/want"
+    dd if="$1" of="$T/got" bs=512 skip=$(($2 / 512)) count=$(($3 / 512)) status=none
+    cmp "$T/want" "$T/got"
+}
+
 # rdmablk_io ARGS...: the test client, $BUILD/tests/rdmablk-io, against $RDMABLK_ADDR with a
 # 30 s request timeout and the whole run bounded by IO_TIMEOUT (default 120 s). IO_OPTS (words)
 # and then ARGS follow those defaults, so they override them (-H, -t) or add to them (-e, -S).

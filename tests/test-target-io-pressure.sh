@@ -30,13 +30,6 @@ start_target "$T/target.conf" -v
 
 IO_OPTS="-e disk0 -t 60"
 
-# file_has OFF LEN SEED: the backing file holds the pattern at OFF.
-file_has() {
-    "$BUILD/tests/rdmablk-io" pattern "$1" "$2" "$3" >"$T/want"
-    dd if="$img" of="$T/got" bs=512 skip=$(($1 / 512)) count=$(($2 / 512)) status=none
-    cmp "$T/want" "$T/got"
-}
-
 # Several connections and exports at once, many requests in flight through two buffers.
 pids=()
 for e in s1 s2; do
@@ -58,7 +51,7 @@ for p in "${pids[@]}"; do
 done
 for i in 1 2 3; do
     for j in 1 2 3 4; do
-        file_has $(((16 + i * 4 + j) * 262144 * 2)) 524288 $((i * 10 + j)) ||
+        backing_has "$img" $(((16 + i * 4 + j) * 262144 * 2)) 524288 $((i * 10 + j)) ||
             fail "concurrent write $i/$j not in the backing file"
     done
 done

@@ -21,13 +21,6 @@ start_target "$T/target.conf" -v
 
 IO_OPTS="-e disk0 -t 60"
 
-# file_has OFF LEN SEED: the backing file holds the pattern at OFF.
-file_has() {
-    "$BUILD/tests/rdmablk-io" pattern "$1" "$2" "$3" >"$T/want"
-    dd if="$img" of="$T/got" bs=512 skip=$(($1 / 512)) count=$(($2 / 512)) status=none
-    cmp "$T/want" "$T/got"
-}
-
 step info rdmablk_io info || fail "info failed"
 grep -qx 'size=67108864' "$LOGS/info.log" || fail "wrong size"
 grep -qx 'max_io=262144' "$LOGS/info.log" || fail "wrong max_io"
@@ -40,12 +33,12 @@ for spec in "0 512 1" "4096 4096 2" "8192 8192 3" "65536 262144 4" "1048576 3145
     set -- $spec
     step write rdmablk_io write "$1" "$2" "$3" || fail "write $spec failed"
     step read rdmablk_io read "$1" "$2" "$3" || fail "read back $spec failed"
-    file_has "$1" "$2" "$3" || fail "backing file differs after write $spec"
+    backing_has "$img" "$1" "$2" "$3" || fail "backing file differs after write $spec"
 done
 ok "writes read back and land in the backing file (inline, RDMA READ, > max-io)"
 
 step fua rdmablk_io write 2097152 131072 7 --fua || fail "FUA write failed"
-file_has 2097152 131072 7 || fail "FUA write not in the backing file"
+backing_has "$img" 2097152 131072 7 || fail "FUA write not in the backing file"
 step flush rdmablk_io flush || fail "flush failed"
 ok "FUA write and FLUSH"
 
