@@ -321,19 +321,30 @@ parse_line(struct parser *p, int line, char *raw)
 	}
 }
 
-/* An RBD export's completions come through one eventfd that one loop
- * watches (export.c): it runs with threads = 1 only, for now. */
+/* The first RBD export after e (NULL: from the start) that c's threads
+ * rules out.  An RBD export's completions come through one eventfd that one
+ * loop watches (export.c): it runs with threads = 1 only, for now.  The
+ * parser and a reload (config_reload_conflicts) both ask this. */
+static const struct cfg_export *
+rbd_ruled_out(const struct config *c, const struct cfg_export *e)
+{
+	if (c->threads <= 1)
+		return NULL;
+	for (e = e == NULL ? STAILQ_FIRST(&c->exports) : STAILQ_NEXT(e, link); e != NULL;
+	     e = STAILQ_NEXT(e, link))
+		if (e->is_rbd)
+			return e;
+	return NULL;
+}
+
 static void
 check_loops_rbd(struct parser *p)
 {
 	const struct cfg_export *e;
 
-	if (p->c->threads <= 1)
-		return;
-	STAILQ_FOREACH(e, &p->c->exports, link)
-		if (e->is_rbd)
-			perr(p, e->line, "[export %s]: an RBD export needs threads = 1 "
-			     "(threads = %u)", e->name, p->c->threads);
+	for (e = rbd_ruled_out(p->c, NULL); e != NULL; e = rbd_ruled_out(p->c, e))
+		perr(p, e->line, "[export %s]: an RBD export needs threads = 1 (threads = %u)",
+		     e->name, p->c->threads);
 }
 
 void
@@ -352,11 +363,7 @@ config_reload_conflicts(const struct config *nc, config_error_fn *fn, void *arg)
 	char msg[512];
 	unsigned n = 0;
 
-	if (nc->threads <= 1)
-		return 0;
-	STAILQ_FOREACH(e, &nc->exports, link) {
-		if (!e->is_rbd)
-			continue;
+	for (e = rbd_ruled_out(nc, NULL); e != NULL; e = rbd_ruled_out(nc, e)) {
 		snprintf(msg, sizeof(msg), "reload: [export %s]: an RBD export needs threads = 1, "
 			 "and the target runs with threads = %u until a restart", e->name,
 			 nc->threads);
