@@ -39,8 +39,7 @@ daemon_reload(struct target *t)
 	if (nc == NULL) {
 		log_warnx("reload: %u error%s in %s; keeping the running configuration",
 			  nerrors, nerrors == 1 ? "" : "s", t->config_file);
-		stats_count(t, &t->stats.reloads[STATS_RELOAD_REJECTED]);
-		return;
+		goto out_rejected;
 	}
 	/* Restart-only keys keep their running values (each refused by name);
 	 * then the new config replaces the running one, here and only here. */
@@ -48,9 +47,7 @@ daemon_reload(struct target *t)
 	if (config_reload_conflicts(nc, NULL, NULL) > 0) {
 		log_warnx("reload: %s cannot run with what needs a restart; keeping the "
 			  "running configuration", t->config_file);
-		config_free(nc);
-		stats_count(t, &t->stats.reloads[STATS_RELOAD_REJECTED]);
-		return;
+		goto out_free_config;
 	}
 	if (log_get_level() < LOG_LEVEL_DEBUG)
 		log_set_level(nc->log_level);
@@ -61,6 +58,12 @@ daemon_reload(struct target *t)
 	memlock_check(t->cfg);
 	config_free(old);
 	stats_count(t, &t->stats.reloads[STATS_RELOAD_APPLIED]);
+	return;
+
+out_free_config:
+	config_free(nc);
+out_rejected:
+	stats_count(t, &t->stats.reloads[STATS_RELOAD_REJECTED]);
 }
 
 static void
