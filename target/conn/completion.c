@@ -9,12 +9,12 @@
 static void
 conn_request(struct conn *c, struct recv_buf *rb)
 {
-	if (c->credits_used >= c->qd) {
+	if (c->rq.credits_used >= c->qd) {
 		conn_fail(c, "protocol violation: more requests outstanding than granted");
 		return;
 	}
-	c->credits_used++;
-	rb->arrived_ns = rb_now_ns();
+	c->rq.credits_used++;
+	rb->msg.arrived_ns = rb_now_ns();
 	/* When every slot waits for a SEND completion, the message waits. */
 	STAILQ_INSERT_TAIL(&c->backlog, rb, backlog_link);
 	conn_start_backlog(c);
@@ -27,10 +27,10 @@ conn_start_backlog(struct conn *c)
 	struct req *r;
 
 	while ((rb = STAILQ_FIRST(&c->backlog)) != NULL &&
-	       (r = SLIST_FIRST(&c->free_reqs)) != NULL) {
+	       (r = SLIST_FIRST(&c->rq.free_reqs)) != NULL) {
 		STAILQ_REMOVE_HEAD(&c->backlog, backlog_link);
-		SLIST_REMOVE_HEAD(&c->free_reqs, free_link);
-		req_start(r, rb);
+		SLIST_REMOVE_HEAD(&c->rq.free_reqs, free_link);
+		req_start(r, &rb->msg);
 	}
 }
 
@@ -42,7 +42,7 @@ conn_recv(struct conn *c, struct recv_buf *rb)
 
 	if (c->state == CONN_ERROR || c->state == CONN_LINGER || c->state == CONN_DRAINING)
 		return;   /* dropped: the connection is going away */
-	if (rb_msg_peek(rb->buf, rb->len, &type, &why) < 0) {
+	if (rb_msg_peek(rb->msg.buf, rb->msg.len, &type, &why) < 0) {
 		conn_fail(c, why);
 		return;
 	}
@@ -108,7 +108,7 @@ conn_handle_wc(struct conn *c, const struct ibv_wc *wc)
 		if (ok) {
 			struct recv_buf *rb = ctx->obj;
 
-			rb->len = wc->byte_len;
+			rb->msg.len = wc->byte_len;
 			conn_recv(c, rb);
 		}
 		break;
@@ -121,6 +121,7 @@ conn_handle_wc(struct conn *c, const struct ibv_wc *wc)
 	case WR_RDMA:
 		c->send_done++;
 		c->sq_used--;
+		c->reads_pending--;
 		req_rdma_done(ctx->obj, ok);
 		break;
 	case WR_DATA:

@@ -15,6 +15,48 @@
 #define CONN_SQ_SLACK        4
 #define CONN_TEARDOWN_NS     (30ull * 1000000000ull)
 
+/* ---- what a request asks of its connection (req/queue.h) ---- */
+
+static int
+conn_rq_post_recv(struct req_queue *q, struct req_msg *m)
+{
+	struct recv_buf *rb = (struct recv_buf *)((char *)m - offsetof(struct recv_buf, msg));
+
+	return conn_post_recv(conn_of(q), rb);
+}
+
+static int
+conn_rq_sq_reserve(struct req_queue *q, struct req *r, unsigned n)
+{
+	return conn_sq_reserve(conn_of(q), r, n);
+}
+
+static void
+conn_rq_sq_release(struct req_queue *q, unsigned n)
+{
+	conn_sq_release(conn_of(q), n);
+}
+
+static void
+conn_rq_queue_send(struct req_queue *q, struct ibv_send_wr *first, struct ibv_send_wr *last)
+{
+	conn_queue_send(conn_of(q), first, last);
+}
+
+static void
+conn_rq_fail(struct req_queue *q, const char *why)
+{
+	conn_fail(conn_of(q), why);
+}
+
+static const struct req_queue_ops conn_rq_ops = {
+	.post_recv = conn_rq_post_recv,
+	.sq_reserve = conn_rq_sq_reserve,
+	.sq_release = conn_rq_sq_release,
+	.queue_send = conn_rq_queue_send,
+	.fail = conn_rq_fail,
+};
+
 const char *
 conn_state_name(enum conn_state s)
 {
@@ -47,7 +89,11 @@ conn_create(struct loop *l, struct rdma_cm_id *id, unsigned cm_qd,
 	c->state = CONN_ACCEPTING;
 	waitq_init(&c->sq_wait);
 	STAILQ_INIT(&c->backlog);
-	SLIST_INIT(&c->free_reqs);
+	c->rq.ops = &conn_rq_ops;
+	c->rq.t = t;
+	c->rq.loop = l;
+	c->rq.peer = c->peer;
+	SLIST_INIT(&c->rq.free_reqs);
 	c->created_ns = c->alive_ns = rb_now_ns();
 	c->probe_ctx.type = WR_PROBE;
 	c->probe_ctx.obj = c;
@@ -57,7 +103,7 @@ conn_create(struct loop *l, struct rdma_cm_id *id, unsigned cm_qd,
 	c->dev = device_get(t, id->verbs);
 	if (c->dev == NULL)
 		goto out_free;
-	c->pool = c->dev->pools[l->idx];
+	c->rq.pool = c->dev->pools[l->idx];
 	/* Keep the queues within what the device can do. */
 	while (cm_qd > 1 && (2 * cm_qd + CONN_SQ_SLACK > (unsigned)c->dev->attr.max_qp_wr ||
 			     2 * cm_qd + CONN_SQ_SLACK > (unsigned)c->dev->attr.max_cqe))
@@ -143,9 +189,9 @@ conn_destroy(struct conn *c)
 	target_lock(t);
 	/* Its counts live on in its export's, and the target's. */
 	t->stats.closed++;
-	if (c->exp != NULL) {
-		stats_io_add(&c->exp->stats, &c->stats);
-		export_put_conn(t, c->exp);
+	if (c->rq.exp != NULL) {
+		stats_io_add(&c->rq.exp->stats, &c->rq.stats);
+		export_put_conn(t, c->rq.exp);
 	}
 	t->nconns--;
 	target_unlock(t);
@@ -154,7 +200,7 @@ conn_destroy(struct conn *c)
 	recvring_destroy(c);
 	conn_destroy_ctrl(c);
 	conn_destroy_cqs(c);
-	free(c->reqs);
+	free(c->rq.reqs);
 	rdma_destroy_id(c->cm_id);
 	LIST_REMOVE(c, link);
 	c->loop->nconns--;
@@ -187,6 +233,7 @@ conn_enter_error(struct conn *c)
 	/* E.g. the initiator found our proof wrong (a different key). */
 	auth_abandon(c, "no response (the initiator gave up after the challenge)");
 	c->state = CONN_ERROR;
+	c->rq.failed = 1;
 	c->error_since_ns = rb_now_ns();
 	STAILQ_INIT(&c->backlog);
 	/* The error state flushes every posted WR.  rdma_disconnect does not
@@ -207,7 +254,7 @@ conn_fail(struct conn *c, const char *why)
 	if (c->state == CONN_ERROR)
 		return;
 	log_warnx("%s: closing connection (export %s, state %s): %s", c->peer,
-		  c->exp != NULL ? c->exp->cfg->name : "-", conn_state_name(c->state), why);
+		  c->rq.exp != NULL ? c->rq.exp->cfg->name : "-", conn_state_name(c->state), why);
 	conn_enter_error(c);
 }
 
@@ -217,7 +264,7 @@ conn_close(struct conn *c, const char *why)
 	if (c->state == CONN_ERROR)
 		return;
 	log_info("%s: connection closed (export %s): %s", c->peer,
-		 c->exp != NULL ? c->exp->cfg->name : "-", why);
+		 c->rq.exp != NULL ? c->rq.exp->cfg->name : "-", why);
 	conn_enter_error(c);
 }
 
@@ -246,7 +293,7 @@ conn_after_round(struct conn *c)
 		/* Send completions first: they free slots and buffers. */
 		conn_poll_cq(c, c->send_cq);
 		conn_resume(c);
-		if (c->state == CONN_DRAINING && c->active == 0 && STAILQ_EMPTY(&c->backlog) &&
+		if (c->state == CONN_DRAINING && c->rq.active == 0 && STAILQ_EMPTY(&c->backlog) &&
 		    !c->ctrl_busy)
 			conn_close(c, "drained");
 		if (c->state != CONN_ERROR)
@@ -256,10 +303,10 @@ conn_after_round(struct conn *c)
 	 * flushed completions and arm the send CQ for the rest, then force
 	 * every request to release what it can. */
 	conn_send_arm(c);
-	for (i = 0; i < c->nreqs; i++)
-		if (c->reqs[i].state != REQ_FREE)
-			req_process(&c->reqs[i]);
-	if (c->io_inflight > 0)
+	for (i = 0; i < c->rq.nreqs; i++)
+		if (c->rq.reqs[i].state != REQ_FREE)
+			req_process(&c->rq.reqs[i]);
+	if (c->rq.io_inflight > 0)
 		return 0;
 	if (c->sq_used > 0) {
 		if (rb_now_ns() - c->error_since_ns < CONN_TEARDOWN_NS)
@@ -270,15 +317,15 @@ conn_after_round(struct conn *c)
 		c->qp = NULL;
 		c->sq_used = 0;
 		c->reads_pending = 0;
-		for (i = 0; i < c->nreqs; i++) {
-			c->reqs[i].wr_pending = 0;
-			c->reqs[i].data_orphan = 0;
-			if (c->reqs[i].state != REQ_FREE)
-				req_process(&c->reqs[i]);
+		for (i = 0; i < c->rq.nreqs; i++) {
+			c->rq.reqs[i].wr_pending = 0;
+			c->rq.reqs[i].data_orphan = 0;
+			if (c->rq.reqs[i].state != REQ_FREE)
+				req_process(&c->rq.reqs[i]);
 		}
 	}
-	if (c->active != 0)
-		log_warnx("%s: %u requests still active at teardown", c->peer, c->active);
+	if (c->rq.active != 0)
+		log_warnx("%s: %u requests still active at teardown", c->peer, c->rq.active);
 	conn_destroy(c);
 	return 1;
 }
@@ -287,5 +334,6 @@ void
 conn_abort(struct conn *c)
 {
 	c->state = CONN_ERROR;
+	c->rq.failed = 1;
 	conn_destroy(c);
 }

@@ -2,6 +2,7 @@
 #ifndef RDMABLK_TARGET_CONN_H
 #define RDMABLK_TARGET_CONN_H
 
+#include <stddef.h>
 #include <sys/queue.h>
 #include <sys/socket.h>
 
@@ -32,10 +33,8 @@ struct recv_buf {
 	struct wr_ctx ctx;          /* first: wr_id points here */
 	struct conn *c;
 	STAILQ_ENTRY(recv_buf) backlog_link;
-	char *buf;
-	uint32_t lkey;              /* of the region buf is in */
-	uint32_t len;               /* received bytes */
-	uint64_t arrived_ns;        /* a REQUEST's: when it was received (its ttl) */
+	struct req_msg msg;         /* its buffer, length and arrival */
+	uint32_t lkey;              /* of the region msg.buf is in */
 };
 
 /* One registered block of receive buffers. */
@@ -62,7 +61,6 @@ struct conn {
 	enum conn_state state;
 	struct rdma_cm_id *cm_id;
 	struct device *dev;
-	struct pool *pool;          /* the device's pool of its loop */
 	struct ep_handler eh;
 	struct ibv_comp_channel *channel;
 	struct ibv_cq *send_cq, *recv_cq;
@@ -87,10 +85,7 @@ struct conn {
 
 	unsigned cm_qd;             /* granted in the CM accept */
 	unsigned qd;                /* granted in HELLO_REPLY */
-	struct export *exp;
-	struct rb_req_limits lim;
 	uint32_t inline_max;
-	int send_inv;               /* HELLO had RB_HELLO_SEND_INV */
 
 	/* authentication: CHALLENGE sent, waiting for AUTH (docs/security.md) */
 	int auth_pending;
@@ -125,26 +120,14 @@ struct conn {
 	/* WRs queued in this round, posted as one chain (one doorbell) at
 	 * its end by conn_post_sends. */
 	struct ibv_send_wr *post_head, *post_tail;
-	unsigned reads_pending;     /* RDMA READs not completed: arm the send CQ */
+	unsigned reads_pending;     /* RDMA READs queued and not completed: arm the
+	                             * send CQ (counted by conn_queue_send) */
 	int send_armed;             /* the send CQ will raise one event */
 
-	/* request slots: 2 * qd (a slot stays busy until its SEND completes) */
-	struct req *reqs;
-	unsigned nreqs;
-	SLIST_HEAD(, req) free_reqs;
-	unsigned active;            /* slots not FREE */
-	unsigned credits_used;      /* requests received and not yet replied */
-	unsigned io_inflight;       /* jobs at workers or flushers */
-	/* pool buffers: at most buf_cap held at once (a share of the device's
-	 * pool), so that one connection cannot take every buffer */
-	unsigned bufs_held, buf_cap;
-	unsigned cap_waiters;       /* requests waiting in NEED_BUFFER for that */
-	/* TRIM/WRITE_ZEROES running (each in pieces, request.c): at most
-	 * slow_quota at once, so that one connection's discards cannot take
-	 * every worker */
-	unsigned slow_inflight, slow_quota;
-	unsigned slot_waiters;      /* requests waiting in READY_TO_EXECUTE for that */
-	struct stats_io stats;      /* its replies (stats.h) */
+	/* The request layer's side: its slots, the export, the quotas
+	 * (req/queue.h).  Requests reach the connection only through
+	 * rq.ops, conn.c's table of the functions below. */
+	struct req_queue rq;
 };
 
 /* The largest receive ring: what the QP and receive CQ are sized for. */
@@ -152,6 +135,12 @@ static inline unsigned
 conn_recv_max(const struct conn *c)
 {
 	return c->cm_qd + 1;
+}
+
+static inline struct conn *
+conn_of(struct req_queue *q)
+{
+	return (struct conn *)((char *)q - offsetof(struct conn, rq));
 }
 
 /* listener.c hands over a CONNECT_REQUEST it has vetted. */
@@ -200,13 +189,15 @@ int  recvring_create(struct conn *c, unsigned max);
 /* Register and post buffers up to n in all (n <= max); -1 when it cannot. */
 int  recvring_grow(struct conn *c, unsigned n);
 void recvring_destroy(struct conn *c);
-/* Post rb again (request.c calls it when done with a message). */
+/* Post rb again (a request is done with its message, or the handshake). */
 int  conn_post_recv(struct conn *c, struct recv_buf *rb);
 
-/* request.c calls back into the connection for these. */
-/* Take n send-queue slots, or queue r to be resumed when there is room
+/* sendq.c: what a request asks of the send queue (through c->rq.ops).
+ * Take n send-queue slots, or queue r to be resumed when there is room
  * (waiter_cancel takes it off). */
 int  conn_sq_reserve(struct conn *c, struct req *r, unsigned n);
+/* Give back n slots taken and never used. */
+void conn_sq_release(struct conn *c, unsigned n);
 /* Like conn_fail, for an orderly close (logged at info). */
 void conn_close(struct conn *c, const char *why);
 

@@ -239,7 +239,7 @@ export_remove(struct target *t, struct export *e)
 
 	e->removed = 1;
 	FOR_EACH_CONN(t, li, c)
-		if (c->exp == e)
+		if (c->rq.exp == e)
 			conn_drain(c);
 }
 

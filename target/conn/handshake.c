@@ -116,7 +116,7 @@ conn_hello_finish(struct conn *c, struct recv_buf *rb, const struct rb_hello_inf
 		hello_refuse(c, RB_EBUSY, h.export_name, "max-connections reached");
 		return;
 	}
-	c->exp = e;     /* holds its count from here: conn_destroy gives it back */
+	c->rq.exp = e;     /* holds its count from here: conn_destroy gives it back */
 	max_io = h.max_io < t->cfg->max_io ? h.max_io : t->cfg->max_io;
 	max_io -= max_io % CONFIG_BLOCK;
 	if (max_io < CONFIG_BLOCK) {
@@ -130,32 +130,32 @@ conn_hello_finish(struct conn *c, struct recv_buf *rb, const struct rb_hello_inf
 		hello_refuse(c, RB_ENOMEM, h.export_name, "cannot grow the receive ring");
 		return;
 	}
-	c->nreqs = 2 * c->qd;
-	c->reqs = calloc(c->nreqs, sizeof(*c->reqs));
-	if (c->reqs == NULL) {
+	c->rq.nreqs = 2 * c->qd;
+	c->rq.reqs = calloc(c->rq.nreqs, sizeof(*c->rq.reqs));
+	if (c->rq.reqs == NULL) {
 		hello_refuse(c, RB_ENOMEM, h.export_name, "out of memory");
 		return;
 	}
-	for (i = c->nreqs; i-- > 0;) {
-		req_init(&c->reqs[i], c);
-		SLIST_INSERT_HEAD(&c->free_reqs, &c->reqs[i], free_link);
+	for (i = c->rq.nreqs; i-- > 0;) {
+		req_init(&c->rq.reqs[i], &c->rq);
+		SLIST_INSERT_HEAD(&c->rq.free_reqs, &c->rq.reqs[i], free_link);
 	}
 	/* No connection may hold more than half of the device's pool, nor
 	 * run more TRIM/WRITE_ZEROES than half of the worker threads. */
-	c->buf_cap = pool_nbufs(c->pool) / 2 > 0 ? pool_nbufs(c->pool) / 2 : 1;
-	c->slow_quota = t->cfg->io_threads / 2 > 0 ? t->cfg->io_threads / 2 : 1;
+	c->rq.buf_cap = pool_nbufs(c->rq.pool) / 2 > 0 ? pool_nbufs(c->rq.pool) / 2 : 1;
+	c->rq.slow_quota = t->cfg->io_threads / 2 > 0 ? t->cfg->io_threads / 2 : 1;
 	c->auth_pending = 0;
-	c->send_inv = (h.flags & RB_HELLO_SEND_INV) != 0;
+	c->rq.send_inv = (h.flags & RB_HELLO_SEND_INV) != 0;
 	c->inline_max = t->cfg->inline_max < max_io ? t->cfg->inline_max : max_io;
 	/* O_DIRECT wants aligned memory: every WRITE's data comes by RDMA
 	 * READ into an aligned pool buffer, none inline in a receive. */
 	if (e->cfg->direct_io)
 		c->inline_max = 0;
-	c->lim.export_size = e->cfg->size;
-	c->lim.max_io = max_io;
-	c->lim.min_block = CONFIG_BLOCK;
-	c->lim.inline_max = c->inline_max;
-	c->lim.read_only = e->cfg->read_only;
+	c->rq.lim.export_size = e->cfg->size;
+	c->rq.lim.max_io = max_io;
+	c->rq.lim.min_block = CONFIG_BLOCK;
+	c->rq.lim.inline_max = c->inline_max;
+	c->rq.lim.read_only = e->cfg->read_only;
 
 	memset(&info, 0, sizeof(info));
 	info.status = RB_OK;
@@ -214,7 +214,7 @@ conn_hello(struct conn *c, struct recv_buf *rb)
 	const char *why = "?";
 	char cwhy[192];
 
-	if (rb_hello_decode(rb->buf, rb->len, &h, &why) < 0) {
+	if (rb_hello_decode(rb->msg.buf, rb->msg.len, &h, &why) < 0) {
 		hello_refuse(c, RB_EPROTO, "?", why);
 		return;
 	}
@@ -267,7 +267,7 @@ conn_auth(struct conn *c, struct recv_buf *rb)
 	struct export *e;
 	int ok;
 
-	if (rb_auth_decode(rb->buf, rb->len, &a, &why) < 0) {
+	if (rb_auth_decode(rb->msg.buf, rb->msg.len, &a, &why) < 0) {
 		log_warnx("%s: export %s: authentication failed: malformed AUTH (%s)",
 			  c->peer, name, why);
 		hello_refuse(c, RB_EPROTO, name, why);
@@ -303,7 +303,7 @@ conn_list(struct conn *c, struct recv_buf *rb)
 	const char *why = "?";
 	size_t len;
 
-	if (rb_list_decode(rb->buf, rb->len, &why) < 0) {
+	if (rb_list_decode(rb->msg.buf, rb->msg.len, &why) < 0) {
 		conn_fail(c, why);
 		return;
 	}

@@ -39,7 +39,7 @@ region_create(struct conn *c, struct recv_region *r, unsigned first, unsigned co
 		rb->ctx.type = WR_RECV;
 		rb->ctx.obj = rb;
 		rb->c = c;
-		rb->buf = r->mem + (size_t)i * RB_MSG_BUF_SIZE;
+		rb->msg.buf = r->mem + (size_t)i * RB_MSG_BUF_SIZE;
 		rb->lkey = r->mr->lkey;
 	}
 	return 0;
@@ -65,7 +65,7 @@ static int
 post_one(struct conn *c, struct recv_buf *rb)
 {
 	struct ibv_sge sge = {
-		.addr = (uintptr_t)rb->buf,
+		.addr = (uintptr_t)rb->msg.buf,
 		.length = RB_MSG_BUF_SIZE,
 		.lkey = rb->lkey,
 	};

@@ -47,7 +47,7 @@ static const char *
 conn_revoke_reason(const struct conn *c, char *buf, size_t len,
 		   enum stats_revocation *why)
 {
-	const struct cfg_export *ce = c->exp->cfg;
+	const struct cfg_export *ce = c->rq.exp->cfg;
 
 	if (!cfg_export_allows(ce, (const struct sockaddr *)&c->peer_sa)) {
 		*why = STATS_REVOKED_ADDRESS;
@@ -59,10 +59,10 @@ conn_revoke_reason(const struct conn *c, char *buf, size_t len,
 				    "with the old key" :
 				    "the export now has a secret-file: it authenticated with none";
 	}
-	if (c->lim.export_size > ce->size) {
+	if (c->rq.lim.export_size > ce->size) {
 		*why = STATS_REVOKED_SIZE;
 		snprintf(buf, len, "the export shrank to %llu bytes: it negotiated %llu",
-			 (unsigned long long)ce->size, (unsigned long long)c->lim.export_size);
+			 (unsigned long long)ce->size, (unsigned long long)c->rq.lim.export_size);
 		return buf;
 	}
 	return NULL;
@@ -82,13 +82,13 @@ conns_revoke(struct target *t)
 		/* A removed or replaced export drains its connections itself;
 		 * one still in its handshake is checked after AUTH
 		 * (conn_hello_finish); a draining one is leaving anyway. */
-		if (c->state != CONN_READY || c->exp == NULL || c->exp->removed)
+		if (c->state != CONN_READY || c->rq.exp == NULL || c->rq.exp->removed)
 			continue;
 		reason = conn_revoke_reason(c, buf, sizeof(buf), &why);
 		if (reason == NULL)
 			continue;
 		log_warnx("%s: export %s: reload revokes connection %llu: %s", c->peer,
-			  c->exp->cfg->name, (unsigned long long)c->id, reason);
+			  c->rq.exp->cfg->name, (unsigned long long)c->id, reason);
 		stats_revoked(t, why);
 		conn_drain(c);
 	}

@@ -30,6 +30,14 @@ conn_post_own(struct conn *c, struct ibv_send_wr *wr, const char *what)
 void
 conn_queue_send(struct conn *c, struct ibv_send_wr *first, struct ibv_send_wr *last)
 {
+	struct ibv_send_wr *wr;
+
+	for (wr = first; ; wr = wr->next) {
+		if (wr->opcode == IBV_WR_RDMA_READ)
+			c->reads_pending++;
+		if (wr == last)
+			break;
+	}
 	last->next = NULL;
 	if (c->post_tail != NULL)
 		c->post_tail->next = first;
@@ -38,11 +46,11 @@ conn_queue_send(struct conn *c, struct ibv_send_wr *first, struct ibv_send_wr *l
 	c->post_tail = last;
 }
 
-/* bad and the WRs after it were not posted: give back their slots and let
- * their requests move on (the connection is in error by now).  The WRs
- * before bad were posted and will complete or flush. */
+/* bad and the WRs after it were not posted: give back their slots (one
+ * each) and let their requests move on (the connection is in error by
+ * now).  The WRs before bad were posted and will complete or flush. */
 static void
-conn_unpost(struct ibv_send_wr *first, struct ibv_send_wr *bad)
+conn_unpost(struct conn *c, struct ibv_send_wr *first, struct ibv_send_wr *bad)
 {
 	struct ibv_send_wr *wr, *next, *prev = NULL;
 	const struct wr_ctx *ctx, *pctx;
@@ -57,6 +65,9 @@ conn_unpost(struct ibv_send_wr *first, struct ibv_send_wr *bad)
 		/* A READ reply whose RDMA WRITE went out but whose SEND did not. */
 		data_posted = wr == bad && ctx->type == WR_SEND && pctx != NULL &&
 			pctx->type == WR_DATA && pctx->obj == ctx->obj;
+		c->sq_used--;
+		if (wr->opcode == IBV_WR_RDMA_READ)
+			c->reads_pending--;
 		req_unposted(ctx->obj, ctx, data_posted);
 	}
 }
@@ -71,7 +82,7 @@ conn_post_sends(struct conn *c)
 		return;
 	c->post_head = c->post_tail = NULL;
 	if (c->state == CONN_ERROR || c->qp == NULL) {
-		conn_unpost(first, first);
+		conn_unpost(c, first, first);
 		return;
 	}
 	rc = ibv_post_send(c->qp, first, &bad);
@@ -79,7 +90,7 @@ conn_post_sends(struct conn *c)
 		return;
 	log_warnx("%s: ibv_post_send (chained request WRs): %s", c->peer, strerror(rc));
 	conn_fail(c, "cannot post a work request");
-	conn_unpost(first, bad != NULL ? bad : first);
+	conn_unpost(c, first, bad != NULL ? bad : first);
 }
 
 /* 1 when a request waits for a quota (pool share, slow-job slots) that
@@ -87,8 +98,8 @@ conn_post_sends(struct conn *c)
 static int
 conn_quota_room(const struct conn *c)
 {
-	return (c->cap_waiters > 0 && c->bufs_held < c->buf_cap) ||
-	       (c->slot_waiters > 0 && c->slow_inflight < c->slow_quota);
+	return (c->rq.cap_waiters > 0 && c->rq.bufs_held < c->rq.buf_cap) ||
+	       (c->rq.slot_waiters > 0 && c->rq.slow_inflight < c->rq.slow_quota);
 }
 
 /* Does anything wait for a send completion?  Reply SENDs alone do not:
@@ -100,8 +111,8 @@ conn_wants_send_events(const struct conn *c)
 {
 	return c->reads_pending > 0 || c->state != CONN_READY || c->ctrl_busy ||
 	       c->probe_busy || !waitq_empty(&c->sq_wait) || !STAILQ_EMPTY(&c->backlog) ||
-	       c->cap_waiters > 0 ||
-	       (c->sq_used > 0 && pool_has_waiters(c->pool));
+	       c->rq.cap_waiters > 0 ||
+	       (c->sq_used > 0 && pool_has_waiters(c->rq.pool));
 }
 
 /* Reap send completions; arm the send CQ when something waits for one,
@@ -146,6 +157,12 @@ conn_sq_reserve(struct conn *c, struct req *r, unsigned n)
 	return 0;
 }
 
+void
+conn_sq_release(struct conn *c, unsigned n)
+{
+	c->sq_used -= n;
+}
+
 /* ---- after each event-loop round ---- */
 
 void
@@ -156,10 +173,10 @@ conn_resume(struct conn *c)
 
 	/* Requests that wait for the connection's share of the pool or of
 	 * the slow-job slots. */
-	for (i = 0; i < c->nreqs && conn_quota_room(c) && c->state != CONN_ERROR; i++)
-		if ((c->reqs[i].cap_wait && c->bufs_held < c->buf_cap) ||
-		    (c->reqs[i].slot_wait && c->slow_inflight < c->slow_quota))
-			req_process(&c->reqs[i]);
+	for (i = 0; i < c->rq.nreqs && conn_quota_room(c) && c->state != CONN_ERROR; i++)
+		if ((c->rq.reqs[i].cap_wait && c->rq.bufs_held < c->rq.buf_cap) ||
+		    (c->rq.reqs[i].slot_wait && c->rq.slow_inflight < c->rq.slow_quota))
+			req_process(&c->rq.reqs[i]);
 
 	while ((w = waitq_first(&c->sq_wait)) != NULL && c->sq_used < c->sq_depth &&
 	       c->state != CONN_ERROR) {

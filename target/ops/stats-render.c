@@ -246,13 +246,13 @@ json_render(struct target *t, struct sbuf *b)
 			  first ? "" : ",", (unsigned long long)c->id, li);
 		sb_json_str(b, c->peer);
 		sb_printf(b, ", \"export\": ");
-		if (c->exp != NULL)
-			sb_json_str(b, c->exp->cfg->name);
+		if (c->rq.exp != NULL)
+			sb_json_str(b, c->rq.exp->cfg->name);
 		else
 			sb_printf(b, "null");
 		sb_printf(b, ", \"state\": \"%s\", \"queue_depth\": %u,\n      ",
 			  conn_state_name(c->state), c->qd);
-		json_io(b, &c->stats, c->credits_used, "      ");
+		json_io(b, &c->rq.stats, c->rq.credits_used, "      ");
 		sb_printf(b, "}");
 		first = 0;
 	}
@@ -403,14 +403,14 @@ human_render(struct target *t, struct sbuf *b)
 			  "LOOP");
 		FOR_EACH_CONN(t, li, c)
 			sb_printf(b, "%-4llu %-22s %-16s %-9s %4u\n", (unsigned long long)c->id,
-				  c->peer, c->exp != NULL ? c->exp->cfg->name : "-",
+				  c->peer, c->rq.exp != NULL ? c->rq.exp->cfg->name : "-",
 				  conn_state_name(c->state), li);
 		sb_printf(b, "\n");
 		sb_printf(b, io_header, "CONN", "INFL", "READS", "WRITES", "FLUSHES", "TRIMS",
 			  "ZEROES", "NOPS", "READ", "WRITTEN", "ERRORS");
 		FOR_EACH_CONN(t, li, c) {
 			snprintf(name, sizeof(name), "%llu", (unsigned long long)c->id);
-			human_io_row(b, name, &c->stats, c->credits_used);
+			human_io_row(b, name, &c->rq.stats, c->rq.credits_used);
 		}
 	}
 

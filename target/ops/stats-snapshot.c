@@ -20,10 +20,10 @@ stats_export_snapshot(struct target *t, struct export *e, struct stats_io *io,
 	*io = e->stats;
 	*in_flight = 0;
 	FOR_EACH_CONN(t, li, c) {
-		if (c->exp != e)
+		if (c->rq.exp != e)
 			continue;
-		stats_io_add(io, &c->stats);
-		*in_flight += c->credits_used;
+		stats_io_add(io, &c->rq.stats);
+		*in_flight += c->rq.credits_used;
 	}
 }
 

@@ -7,7 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "conn/conn.h"
 #include "core/loop.h"
 #include "log.h"
 #include "rbd/rbd.h"
@@ -41,7 +40,7 @@ req_expired(const struct req *r)
 {
 	if (req_start_stale())
 		return 0;
-	return r->c->state == CONN_ERROR ||
+	return r->q->failed ||
 	       (r->start_by_ns != 0 && rb_now_ns() >= r->start_by_ns);
 }
 
@@ -58,9 +57,9 @@ req_job_may_start(const struct job *j)
 static enum req_state
 req_not_started(struct req *r)
 {
-	struct conn *c = r->c;
+	struct req_queue *q = r->q;
 
-	log_info("%s: %s tag %llu: not started within its ttl of %u s: ETIMEDOUT", c->peer,
+	log_info("%s: %s tag %llu: not started within its ttl of %u s: ETIMEDOUT", q->peer,
 		  rb_opcode_name(r->info.opcode), (unsigned long long)r->info.tag,
 		  r->info.ttl);
 	r->status = RB_ETIMEDOUT;
@@ -71,7 +70,7 @@ req_not_started(struct req *r)
 static int
 req_needs_sync(const struct req *r)
 {
-	return r->c->exp->cfg->durability == DURABILITY_ALWAYS ||
+	return r->q->exp->cfg->durability == DURABILITY_ALWAYS ||
 	       (r->info.flags & RB_REQ_FUA);
 }
 
@@ -108,7 +107,7 @@ write_error_fails_export(int err)
 static int
 req_try_now(struct req *r)
 {
-	struct export *e = r->c->exp;
+	struct export *e = r->q->exp;
 	int *refused = r->job.op == JOB_READ ? &e->no_nowait : &e->no_nowait_write;
 	int hit;
 
@@ -122,7 +121,7 @@ req_try_now(struct req *r)
 		__atomic_store_n(refused, 1, __ATOMIC_RELAXED);
 		log_info("export %s: the file does not support RWF_NOWAIT; every READ goes to %s",
 			 e->cfg->name,
-			 ioq_engine(r->c->loop->ioq) == IOQ_IO_URING ? "io_uring" : "a worker");
+			 ioq_engine(r->q->loop->ioq) == IOQ_IO_URING ? "io_uring" : "a worker");
 	}
 	return hit > 0;
 }
@@ -135,7 +134,7 @@ is_slow_op(uint8_t op)
 
 /* A TRIM or WRITE_ZEROES runs as pieces of at most REQ_DISCARD_CHUNK, one
  * after the other, and takes one of the connection's slow-job slots
- * (c->slow_quota) for its whole run: a connection's discards never hold
+ * (q->slow_quota) for its whole run: a connection's discards never hold
  * more than its share of the workers, each for a bounded time. */
 static void
 req_chunk_next(struct req *r, uint64_t from)
@@ -155,37 +154,37 @@ req_slow_put(struct req *r)
 {
 	if (r->slow_held) {
 		r->slow_held = 0;
-		r->c->slow_inflight--;
+		r->q->slow_inflight--;
 	}
 }
 
 enum req_state
 req_execute(struct req *r)
 {
-	struct conn *c = r->c;
-	struct export *e = c->exp;
-	struct ioq *io = c->loop->ioq;
+	struct req_queue *q = r->q;
+	struct export *e = q->exp;
+	struct ioq *io = q->loop->ioq;
 	struct job *j = &r->job;
 
 	if (req_expired(r)) {
 		if (r->slot_wait) {
 			r->slot_wait = 0;
-			c->slot_waiters--;
+			q->slot_waiters--;
 		}
 		return req_not_started(r);
 	}
 	if (is_slow_op(r->info.opcode)) {
-		if (c->slow_inflight >= c->slow_quota) {
+		if (q->slow_inflight >= q->slow_quota) {
 			/* conn_resume wakes it when one of ours is done. */
 			if (!r->slot_wait) {
 				r->slot_wait = 1;
-				c->slot_waiters++;
+				q->slot_waiters++;
 			}
 			return REQ_READY_TO_EXECUTE;
 		}
 		if (r->slot_wait) {
 			r->slot_wait = 0;
-			c->slot_waiters--;
+			q->slot_waiters--;
 		}
 	}
 	memset(j, 0, sizeof(*j));
@@ -209,7 +208,7 @@ req_execute(struct req *r)
 			/* A page-cache hit: done on the event loop. */
 			r->io_result = 0;
 			if (r->start_ns != 0)
-				c->stats.reads_cached++;
+				q->stats.reads_cached++;
 			return REQ_EXECUTED;
 		}
 		break;
@@ -221,7 +220,7 @@ req_execute(struct req *r)
 		if ((r->info.flags & RB_REQ_INLINE) && req_try_now(r)) {
 			r->io_result = 0;
 			if (r->start_ns != 0)
-				c->stats.writes_cached++;
+				q->stats.writes_cached++;
 			return REQ_EXECUTED;
 		}
 		break;
@@ -236,25 +235,25 @@ req_execute(struct req *r)
 		/* The extents go where the reply will be sent from. */
 		j->op = JOB_EXTENTS;
 		j->buf = (char *)r->buf + sizeof(struct rb_reply);
-		j->block = c->lim.min_block;
+		j->block = q->lim.min_block;
 		break;
 	}
 	if (is_slow_op(r->info.opcode)) {
 		req_chunk_next(r, r->info.offset);
 		r->slow_held = 1;
-		c->slow_inflight++;
-		if (c->slow_inflight > c->loop->slow_jobs_peak)
-			c->loop->slow_jobs_peak = c->slow_inflight;
+		q->slow_inflight++;
+		if (q->slow_inflight > q->loop->slow_jobs_peak)
+			q->loop->slow_jobs_peak = q->slow_inflight;
 	}
 	if (r->info.opcode == RB_OP_FLUSH) {
 		/* One group-committed fdatasync covers every write replied to
 		 * before this FLUSH arrived, on any connection. */
 		j->op = JOB_SYNC;
-		c->io_inflight++;
-		flusher_submit(e->flushers[c->loop->idx], j);
+		q->io_inflight++;
+		flusher_submit(e->flushers[q->loop->idx], j);
 		return REQ_DURABILITY_WAIT;
 	}
-	c->io_inflight++;
+	q->io_inflight++;
 	ioq_submit(io, j);
 	return REQ_EXECUTING;
 }
@@ -265,13 +264,13 @@ req_execute(struct req *r)
 enum req_state
 req_job_returned(struct req *r)
 {
-	struct conn *c = r->c;
+	struct req_queue *q = r->q;
 
 	if (is_slow_op(r->info.opcode) && r->io_result == 0 &&
 	    r->chunk_end < r->info.offset + r->info.length && !req_expired(r)) {
 		req_chunk_next(r, r->chunk_end);
-		c->io_inflight++;
-		ioq_submit(c->loop->ioq, &r->job);
+		q->io_inflight++;
+		ioq_submit(q->loop->ioq, &r->job);
 		return REQ_EXECUTING;
 	}
 	req_slow_put(r);
@@ -282,10 +281,10 @@ req_job_returned(struct req *r)
 enum req_state
 req_synced(struct req *r)
 {
-	struct conn *c = r->c;
+	struct req_queue *q = r->q;
 
 	if (r->io_result < 0) {
-		log_warnx("%s: export %s: fdatasync: %s", c->peer, c->exp->cfg->name,
+		log_warnx("%s: export %s: fdatasync: %s", q->peer, q->exp->cfg->name,
 			  strerror(-r->io_result));
 		r->status = rb_errno_to_error(-r->io_result);
 	} else {
@@ -299,8 +298,8 @@ req_synced(struct req *r)
 enum req_state
 req_executed(struct req *r)
 {
-	struct conn *c = r->c;
-	struct export *e = c->exp;
+	struct req_queue *q = r->q;
+	struct export *e = q->exp;
 
 	if (r->io_result == -ECANCELED)
 		return req_not_started(r);    /* its job never started (workq.h) */
@@ -311,7 +310,7 @@ req_executed(struct req *r)
 		return req_not_started(r);
 	}
 	if (r->io_result < 0) {
-		log_warnx("%s: export %s: %s at %llu+%u: %s", c->peer, e->cfg->name,
+		log_warnx("%s: export %s: %s at %llu+%u: %s", q->peer, e->cfg->name,
 			  rb_opcode_name(r->info.opcode),
 			  (unsigned long long)r->info.offset, r->info.length,
 			  strerror(-r->io_result));
@@ -326,8 +325,8 @@ req_executed(struct req *r)
 		return REQ_READY_TO_REPLY;
 	}
 	if (is_write_type(r->info.opcode) && req_needs_sync(r)) {
-		c->io_inflight++;
-		flusher_submit(e->flushers[c->loop->idx], &r->job);
+		q->io_inflight++;
+		flusher_submit(e->flushers[q->loop->idx], &r->job);
 		return REQ_DURABILITY_WAIT;
 	}
 	return REQ_READY_TO_REPLY;
@@ -345,6 +344,6 @@ req_job_done(struct req *r)
 {
 	r->io_result = r->job.result;
 	r->job_back = 1;
-	r->c->io_inflight--;
+	r->q->io_inflight--;
 	req_process(r);
 }

@@ -13,7 +13,6 @@
 #include <errno.h>
 #include <string.h>
 
-#include "conn/conn.h"
 #include "core/loop.h"
 #include "log.h"
 #include "request.h"
@@ -28,7 +27,7 @@ req_wake(struct waiter *w)
 }
 
 void
-req_init(struct req *r, struct conn *c)
+req_init(struct req *r, struct req_queue *q)
 {
 	memset(r, 0, sizeof(*r));
 	r->rdma_ctx.type = WR_RDMA;
@@ -37,16 +36,16 @@ req_init(struct req *r, struct conn *c)
 	r->data_ctx.obj = r;
 	r->send_ctx.type = WR_SEND;
 	r->send_ctx.obj = r;
-	r->c = c;
+	r->q = q;
 	r->wait.wake = req_wake;
 	r->state = REQ_FREE;
 }
 
 void
-req_start(struct req *r, struct recv_buf *rb)
+req_start(struct req *r, struct req_msg *msg)
 {
 	r->state = REQ_NEW;
-	r->rb = rb;
+	r->msg = msg;
 	r->buf = NULL;
 	r->io_result = 0;
 	r->job_back = 0;
@@ -56,9 +55,9 @@ req_start(struct req *r, struct recv_buf *rb)
 	r->wr_pending = 0;
 	r->send_slots = 0;
 	r->data_orphan = 0;
-	r->start_ns = r->c->t->cfg->stats ? rb_now_ns() : 0;
+	r->start_ns = r->q->t->cfg->stats ? rb_now_ns() : 0;
 	r->t_data = r->t_backing = r->t_flush = 0;
-	r->c->active++;
+	r->q->active++;
 	req_process(r);
 }
 
@@ -88,11 +87,11 @@ req_stages(struct req *r)
 	for (st = 0; st < sizeof(ends) / sizeof(ends[0]); st++) {
 		if (ends[st] == 0)
 			continue;
-		stats_stage(&r->c->stats, r->info.opcode, st, ends[st] - prev);
+		stats_stage(&r->q->stats, r->info.opcode, st, ends[st] - prev);
 		prev = ends[st];
 	}
 	now = rb_now_ns();
-	stats_stage(&r->c->stats, r->info.opcode, STATS_STAGE_REPLY, now - prev);
+	stats_stage(&r->q->stats, r->info.opcode, STATS_STAGE_REPLY, now - prev);
 }
 
 int
@@ -106,28 +105,28 @@ int
 req_refused_failed(const struct req *r)
 {
 	return (is_write_type(r->info.opcode) || r->info.opcode == RB_OP_FLUSH) &&
-	       flusher_failed(r->c->exp->flusher) != 0;
+	       flusher_failed(r->q->exp->flusher) != 0;
 }
 
 /* NEW: decode and validate.  Returns the next state. */
 static enum req_state
 req_validate(struct req *r)
 {
-	struct conn *c = r->c;
+	struct req_queue *q = r->q;
 	const char *why = "?";
 	int rc;
 
-	rc = rb_request_decode(r->rb->buf, r->rb->len, &r->info, &why);
+	rc = rb_request_decode(r->msg->buf, r->msg->len, &r->info, &why);
 	if (rc < 0) {
-		conn_fail(c, why);
+		q->ops->fail(q, why);
 		return REQ_COMPLETED;
 	}
 	/* Start its backing I/O within ttl seconds of its arrival, or never. */
 	r->start_by_ns = r->info.ttl == 0 ? 0 :
-		r->rb->arrived_ns + (uint64_t)r->info.ttl * 1000000000u;
-	r->status = rb_request_validate(&r->info, &c->lim, &why);
+		r->msg->arrived_ns + (uint64_t)r->info.ttl * 1000000000u;
+	r->status = rb_request_validate(&r->info, &q->lim, &why);
 	if (r->status != RB_OK) {
-		log_debug("%s: %s tag %llu: %s (%s)", c->peer,
+		log_debug("%s: %s tag %llu: %s (%s)", q->peer,
 			  rb_opcode_name(r->info.opcode),
 			  (unsigned long long)r->info.tag, rb_error_name(r->status), why);
 		return REQ_READY_TO_REPLY;
@@ -135,15 +134,15 @@ req_validate(struct req *r)
 	if ((r->info.opcode == RB_OP_TRIM || r->info.opcode == RB_OP_WRITE_ZEROES) &&
 	    r->info.length > RB_DISCARD_MAX) {
 		log_debug("%s: %s tag %llu: EINVAL (%u bytes, more than the %u a TRIM or "
-			  "WRITE_ZEROES may cover)", c->peer, rb_opcode_name(r->info.opcode),
+			  "WRITE_ZEROES may cover)", q->peer, rb_opcode_name(r->info.opcode),
 			  (unsigned long long)r->info.tag, r->info.length, RB_DISCARD_MAX);
 		r->status = RB_EINVAL;
 		return REQ_READY_TO_REPLY;
 	}
 	if (req_refused_failed(r)) {
-		log_debug("%s: %s tag %llu: EIO (export %s failed: %s)", c->peer,
+		log_debug("%s: %s tag %llu: EIO (export %s failed: %s)", q->peer,
 			  rb_opcode_name(r->info.opcode), (unsigned long long)r->info.tag,
-			  c->exp->cfg->name, flusher_failure(c->exp->flusher));
+			  q->exp->cfg->name, flusher_failure(q->exp->flusher));
 		r->status = RB_EIO;
 		return REQ_READY_TO_REPLY;
 	}
@@ -167,14 +166,14 @@ req_validate(struct req *r)
 static enum req_state
 req_post_rdma_read(struct req *r)
 {
-	struct conn *c = r->c;
+	struct req_queue *q = r->q;
 	struct ibv_send_wr *wr = &r->wr_rdma;
 
-	if (!conn_sq_reserve(c, r, 1))
+	if (!q->ops->sq_reserve(q, r, 1))
 		return REQ_NEED_SQ_READ;
 	r->sge_rdma.addr = (uintptr_t)r->buf;
 	r->sge_rdma.length = r->info.length;
-	r->sge_rdma.lkey = pool_lkey(c->pool);
+	r->sge_rdma.lkey = pool_lkey(q->pool);
 	memset(wr, 0, sizeof(*wr));
 	wr->wr_id = (uintptr_t)&r->rdma_ctx;
 	wr->opcode = IBV_WR_RDMA_READ;
@@ -184,8 +183,7 @@ req_post_rdma_read(struct req *r)
 	wr->wr.rdma.remote_addr = r->info.addr;
 	wr->wr.rdma.rkey = r->info.rkey;
 	r->wr_pending = 1;
-	c->reads_pending++;
-	conn_queue_send(c, wr, wr);
+	q->ops->queue_send(q, wr, wr);
 	return REQ_TRANSFERRING_FROM_HOST;
 }
 
@@ -197,7 +195,7 @@ req_post_rdma_read(struct req *r)
 static enum req_state
 req_reply(struct req *r)
 {
-	struct conn *c = r->c;
+	struct req_queue *q = r->q;
 	struct rb_rep_info rep = { .flags = r->rep_flags, .error = r->status,
 				   .tag = r->info.tag };
 	int with_data = r->info.opcode == RB_OP_READ && r->status == RB_OK;
@@ -208,7 +206,7 @@ req_reply(struct req *r)
 	unsigned n = with_data ? 2 : 1;
 	size_t len;
 
-	if (!conn_sq_reserve(c, r, n))
+	if (!q->ops->sq_reserve(q, r, n))
 		return REQ_NEED_SQ_REPLY;
 	if (rep.error != RB_OK)
 		rep.flags = 0;
@@ -216,23 +214,23 @@ req_reply(struct req *r)
 		len = rb_reply_extents_encode(r->buf, &rep, r->job.nextents);
 	else
 		len = rb_reply_encode(r->reply, &rep);
-	if (conn_post_recv(c, r->rb) < 0) {
-		c->sq_used -= n;
+	if (q->ops->post_recv(q, r->msg) < 0) {
+		q->ops->sq_release(q, n);
 		return REQ_COMPLETED;
 	}
-	r->rb = NULL;
-	c->credits_used--;
+	r->msg = NULL;
+	q->credits_used--;
 
 	memset(wr_rep, 0, sizeof(*wr_rep));
 	r->sge_send.addr = (uintptr_t)(with_extents ? r->buf : r->reply);
 	r->sge_send.length = (uint32_t)len;
-	r->sge_send.lkey = with_extents ? pool_lkey(c->pool) : 0;
+	r->sge_send.lkey = with_extents ? pool_lkey(q->pool) : 0;
 	wr_rep->wr_id = (uintptr_t)&r->send_ctx;
 	wr_rep->opcode = IBV_WR_SEND;
 	/* The initiator asked (RB_HELLO_SEND_INV) that the reply kill the
 	 * key of the request's memory window: only the key this request
 	 * carried, and only for requests that carried one. */
-	if (c->send_inv && r->info.rkey != 0 && !(r->info.flags & RB_REQ_INLINE) &&
+	if (q->send_inv && r->info.rkey != 0 && !(r->info.flags & RB_REQ_INLINE) &&
 	    (r->info.opcode == RB_OP_READ || r->info.opcode == RB_OP_WRITE)) {
 		wr_rep->opcode = IBV_WR_SEND_WITH_INV;
 		wr_rep->invalidate_rkey = r->info.rkey;
@@ -246,7 +244,7 @@ req_reply(struct req *r)
 		memset(wr_data, 0, sizeof(*wr_data));
 		r->sge_rdma.addr = (uintptr_t)r->buf;
 		r->sge_rdma.length = r->info.length;
-		r->sge_rdma.lkey = pool_lkey(c->pool);
+		r->sge_rdma.lkey = pool_lkey(q->pool);
 		wr_data->wr_id = (uintptr_t)&r->data_ctx;
 		wr_data->opcode = IBV_WR_RDMA_WRITE;
 		wr_data->send_flags = 0;     /* unsignaled: the SEND covers it */
@@ -255,12 +253,12 @@ req_reply(struct req *r)
 		wr_data->wr.rdma.remote_addr = r->info.addr;
 		wr_data->wr.rdma.rkey = r->info.rkey;
 		wr_data->next = wr_rep;
-		conn_queue_send(c, wr_data, wr_rep);
+		q->ops->queue_send(q, wr_data, wr_rep);
 	} else {
-		conn_queue_send(c, wr_rep, wr_rep);
+		q->ops->queue_send(q, wr_rep, wr_rep);
 	}
 	if (r->start_ns != 0)
-		stats_reply(&c->stats, r->info.opcode, r->info.length, rep.error,
+		stats_reply(&q->stats, r->info.opcode, r->info.length, rep.error,
 			    r->start_ns);
 	return with_data ? REQ_TRANSFERRING_TO_HOST : REQ_REPLYING;
 }
@@ -268,34 +266,34 @@ req_reply(struct req *r)
 static void
 req_release(struct req *r)
 {
-	struct conn *c = r->c;
+	struct req_queue *q = r->q;
 
 	waiter_cancel(&r->wait);
 	if (r->cap_wait) {
 		r->cap_wait = 0;
-		c->cap_waiters--;
+		q->cap_waiters--;
 	}
 	if (r->slot_wait) {
 		r->slot_wait = 0;
-		c->slot_waiters--;
+		q->slot_waiters--;
 	}
 	req_slow_put(r);
 	if (r->buf != NULL) {
-		pool_put(c->pool, r->buf);
+		pool_put(q->pool, r->buf);
 		r->buf = NULL;
-		c->bufs_held--;
+		q->bufs_held--;
 	}
-	if (r->rb != NULL) {
+	if (r->msg != NULL) {
 		/* Never replied: give the credit back, and the buffer to the
 		 * receive queue if the connection still lives. */
-		c->credits_used--;
-		if (c->state != CONN_ERROR)
-			conn_post_recv(c, r->rb);
-		r->rb = NULL;
+		q->credits_used--;
+		if (!q->failed)
+			q->ops->post_recv(q, r->msg);
+		r->msg = NULL;
 	}
 	r->state = REQ_FREE;
-	SLIST_INSERT_HEAD(&c->free_reqs, r, free_link);
-	c->active--;
+	SLIST_INSERT_HEAD(&q->free_reqs, r, free_link);
+	q->active--;
 }
 
 /* With the connection in error: where may a request go? */
@@ -332,12 +330,12 @@ job_back_take(struct req *r)
 void
 req_process(struct req *r)
 {
-	struct conn *c = r->c;
+	struct req_queue *q = r->q;
 	enum req_state prev;
 
 	do {
 		prev = r->state;
-		if (c->state == CONN_ERROR && r->state != REQ_COMPLETED) {
+		if (q->failed && r->state != REQ_COMPLETED) {
 			r->state = req_state_on_error(r);
 			if (r->state != REQ_COMPLETED)
 				return;
@@ -349,24 +347,24 @@ req_process(struct req *r)
 			r->state = req_validate(r);
 			break;
 		case REQ_NEED_BUFFER:
-			if (c->bufs_held >= c->buf_cap) {
+			if (q->bufs_held >= q->buf_cap) {
 				/* conn_resume wakes it when one of ours is freed. */
 				if (!r->cap_wait) {
 					r->cap_wait = 1;
-					c->cap_waiters++;
+					q->cap_waiters++;
 				}
 				return;
 			}
 			if (r->cap_wait) {
 				r->cap_wait = 0;
-				c->cap_waiters--;
+				q->cap_waiters--;
 			}
-			r->buf = pool_get(c->pool);
+			r->buf = pool_get(q->pool);
 			if (r->buf == NULL) {
-				pool_wait(c->pool, &r->wait);
+				pool_wait(q->pool, &r->wait);
 				return;
 			}
-			c->bufs_held++;
+			q->bufs_held++;
 			r->state = r->info.opcode == RB_OP_WRITE ?
 				REQ_NEED_SQ_READ : REQ_READY_TO_EXECUTE;
 			break;
@@ -426,7 +424,6 @@ void
 req_rdma_done(struct req *r, int ok)
 {
 	r->wr_pending--;
-	r->c->reads_pending--;
 	if (!ok)
 		r->rdma_failed = 1;
 	req_process(r);
@@ -457,19 +454,13 @@ req_data_done(struct req *r, int ok)
 void
 req_unposted(struct req *r, const struct wr_ctx *ctx, int data_posted)
 {
-	struct conn *c = r->c;
-
 	switch (ctx->type) {
 	case WR_RDMA:
-		c->sq_used--;
-		c->reads_pending--;
 		r->wr_pending--;
 		break;
 	case WR_DATA:
-		c->sq_used--;     /* its SEND, next in the chain, is unposted too */
-		return;
+		return;           /* its SEND, next in the chain, is unposted too */
 	case WR_SEND:
-		c->sq_used--;
 		if (data_posted)
 			r->data_orphan = 1;   /* now waiting for the WRITE's flush */
 		else

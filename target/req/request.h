@@ -11,6 +11,7 @@
 #include "io/pool.h"
 #include "io/workq.h"
 #include "protocol.h"
+#include "queue.h"
 
 enum req_state {
 	REQ_FREE,                   /* on the connection's free list */
@@ -31,9 +32,6 @@ enum req_state {
 	REQ_COMPLETED,              /* release the buffer, back to FREE */
 };
 
-struct conn;
-struct recv_buf;
-
 struct req {
 	struct wr_ctx rdma_ctx;     /* wr_id of the RDMA READ of WRITE data */
 	struct wr_ctx data_ctx;     /* wr_id of the RDMA WRITE of READ data */
@@ -42,10 +40,10 @@ struct req {
 	 * others of the round (conn_post_sends); they must live until then. */
 	struct ibv_send_wr wr_rdma, wr_send;
 	struct ibv_sge sge_rdma, sge_send;
-	struct conn *c;
+	struct req_queue *q;        /* its connection's request side */
 	SLIST_ENTRY(req) free_link;
 	enum req_state state;
-	struct recv_buf *rb;        /* the REQUEST message, until reposted */
+	struct req_msg *msg;        /* the REQUEST message, until reposted */
 	struct rb_req_info info;
 	void *buf;                  /* pool buffer, or NULL */
 	/* on the pool's wait queue (NEED_BUFFER) or the connection's
@@ -74,9 +72,9 @@ struct req {
 	uint8_t reply[sizeof(struct rb_reply)];
 };
 
-void req_init(struct req *r, struct conn *c);
+void req_init(struct req *r, struct req_queue *q);
 /* Start a slot on a received REQUEST message. */
-void req_start(struct req *r, struct recv_buf *rb);
+void req_start(struct req *r, struct req_msg *msg);
 /* The driver: advance r as far as it can go. */
 void req_process(struct req *r);
 

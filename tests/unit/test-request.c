@@ -1,15 +1,15 @@
 /* Unit test for target/req/request.c, the request state machine: drive one
  * request slot through its states with fake completions.  No verbs: this
  * binary links request.o and request-exec.o alone (Makefile), and what
- * they call on the connection, the pool, the ioq and the flusher are the
- * fakes below, which record what was asked of them.  Exits 0 or 1. */
+ * they call on the connection (the ops of struct req_queue), the pool, the
+ * ioq and the flusher are the fakes below, which record what was asked of
+ * them.  No connection either: request.c never sees one.  Exits 0 or 1. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "../../target/config/config.h"
-#include "../../target/conn/conn.h"
 #include "../../target/io/flusher.h"
 #include "../../target/log.h"
 #include "../../target/core/loop.h"
@@ -31,33 +31,36 @@ static struct {
 	unsigned pool_free;             /* buffers pool_get may hand out */
 	struct waiter *pool_waiter;     /* pool_wait */
 	int failed;                     /* flusher_fail */
-	const char *conn_failed;        /* conn_fail's why */
+	const char *conn_failed;        /* ops->fail's why */
+	/* the connection's send queue */
+	unsigned sq_used, sq_depth;
+	struct waitq sq_wait;
 } fake;
 
 static char pool_mem[4][MAX_IO];
 
-void
-conn_fail(struct conn *c, const char *why)
+static void
+fake_fail(struct req_queue *q, const char *why)
 {
 	fake.conn_failed = why;
-	c->state = CONN_ERROR;
+	q->failed = 1;
 }
 
-int
-conn_post_recv(struct conn *c, struct recv_buf *rb)
+static int
+fake_post_recv(struct req_queue *q, struct req_msg *m)
 {
-	(void)c;
-	(void)rb;
+	(void)q;
+	(void)m;
 	fake.reposts++;
 	return 0;
 }
 
-void
-conn_queue_send(struct conn *c, struct ibv_send_wr *first, struct ibv_send_wr *last)
+static void
+fake_queue_send(struct req_queue *q, struct ibv_send_wr *first, struct ibv_send_wr *last)
 {
 	struct ibv_send_wr *wr;
 
-	(void)c;
+	(void)q;
 	for (wr = first; ; wr = wr->next) {
 		if (wr->opcode == IBV_WR_RDMA_READ)
 			fake.wr_read++;
@@ -71,17 +74,33 @@ conn_queue_send(struct conn *c, struct ibv_send_wr *first, struct ibv_send_wr *l
 }
 
 /* As sendq.c's, without the wait queue's order: room or wait. */
-int
-conn_sq_reserve(struct conn *c, struct req *r, unsigned n)
+static int
+fake_sq_reserve(struct req_queue *q, struct req *r, unsigned n)
 {
-	if (c->sq_used + n <= c->sq_depth) {
+	(void)q;
+	if (fake.sq_used + n <= fake.sq_depth) {
 		waiter_cancel(&r->wait);
-		c->sq_used += n;
+		fake.sq_used += n;
 		return 1;
 	}
-	waitq_add(&c->sq_wait, &r->wait);
+	waitq_add(&fake.sq_wait, &r->wait);
 	return 0;
 }
+
+static void
+fake_sq_release(struct req_queue *q, unsigned n)
+{
+	(void)q;
+	fake.sq_used -= n;
+}
+
+static const struct req_queue_ops fake_ops = {
+	.post_recv = fake_post_recv,
+	.sq_reserve = fake_sq_reserve,
+	.sq_release = fake_sq_release,
+	.queue_send = fake_queue_send,
+	.fail = fake_fail,
+};
 
 void *
 pool_get(struct pool *p)
@@ -180,12 +199,11 @@ static struct config cfg;
 static struct target t;
 static struct cfg_export ce;
 static struct export e;
-static struct device dev;
 static struct loop lp;
 static struct flusher *flushers[1];
-static struct conn c;
+static struct req_queue q;
 static struct req r;
-static struct recv_buf rb;
+static struct req_msg rm;
 static char msg[256];
 
 static void
@@ -209,28 +227,24 @@ setup(enum durability d, unsigned pool_bufs)
 	e.flushers = flushers;
 	e.nflushers = 1;
 	e.no_nowait = 1;         /* no page-cache fast path: every READ is a job */
-	memset(&dev, 0, sizeof(dev));
-	memset(&c, 0, sizeof(c));
+	memset(&q, 0, sizeof(q));
 	memset(&lp, 0, sizeof(lp));
 	lp.t = &t;
-	c.t = &t;
-	c.loop = &lp;
-	c.exp = &e;
-	c.dev = &dev;
-	c.state = CONN_READY;
-	snprintf(c.peer, sizeof(c.peer), "peer");
-	waitq_init(&c.sq_wait);
-	STAILQ_INIT(&c.backlog);
-	SLIST_INIT(&c.free_reqs);
-	c.qd = 1;
-	c.sq_depth = 4;
-	c.buf_cap = 4;
-	c.slow_quota = 1;
-	c.lim.export_size = SIZE;
-	c.lim.max_io = MAX_IO;
-	c.lim.min_block = 512;
-	c.lim.inline_max = 0;
-	req_init(&r, &c);
+	q.ops = &fake_ops;
+	q.t = &t;
+	q.loop = &lp;
+	q.exp = &e;
+	q.peer = "peer";
+	waitq_init(&fake.sq_wait);
+	fake.sq_depth = 4;
+	SLIST_INIT(&q.free_reqs);
+	q.buf_cap = 4;
+	q.slow_quota = 1;
+	q.lim.export_size = SIZE;
+	q.lim.max_io = MAX_IO;
+	q.lim.min_block = 512;
+	q.lim.inline_max = 0;
+	req_init(&r, &q);
 }
 
 /* The next start()'s ttl, and how long ago it arrived. */
@@ -251,14 +265,14 @@ start(uint8_t op, uint16_t flags, uint64_t off, uint32_t len)
 		info.rkey = 7;
 	}
 
-	memset(&rb, 0, sizeof(rb));
-	rb.buf = msg;
-	rb.len = (uint32_t)rb_request_encode(msg, &info);
-	rb.arrived_ns = rb_now_ns() - next_age_ns;
+	memset(&rm, 0, sizeof(rm));
+	rm.buf = msg;
+	rm.len = (uint32_t)rb_request_encode(msg, &info);
+	rm.arrived_ns = rb_now_ns() - next_age_ns;
 	next_ttl = 0;
 	next_age_ns = 0;
-	c.credits_used++;
-	req_start(&r, &rb);
+	q.credits_used++;
+	req_start(&r, &rm);
 }
 
 /* The reply the slot queued. */
@@ -286,14 +300,14 @@ job_returns(int result)
 static void
 send_completes(unsigned pool_bufs)
 {
-	c.sq_used -= r.send_slots;
+	fake.sq_used -= r.send_slots;
 	req_send_done(&r, 1);
 	CHECK(r.state == REQ_FREE);
-	CHECK(c.active == 0);
-	CHECK(c.credits_used == 0);
-	CHECK(c.bufs_held == 0);
+	CHECK(q.active == 0);
+	CHECK(q.credits_used == 0);
+	CHECK(q.bufs_held == 0);
 	CHECK(fake.pool_free == pool_bufs);
-	CHECK(SLIST_FIRST(&c.free_reqs) == &r);
+	CHECK(SLIST_FIRST(&q.free_reqs) == &r);
 	CHECK(fake.reposts == 1);
 }
 
@@ -305,14 +319,14 @@ test_read(void)
 	CHECK(r.state == REQ_EXECUTING);
 	CHECK(fake.jobs == 1 && fake.last_job->op == JOB_READ);
 	CHECK(fake.last_job->off == 4096 && fake.last_job->len == 8192);
-	CHECK(c.bufs_held == 1 && fake.pool_free == 0);
-	CHECK(c.io_inflight == 1);
+	CHECK(q.bufs_held == 1 && fake.pool_free == 0);
+	CHECK(q.io_inflight == 1);
 	job_returns(0);
 	/* RDMA WRITE of the data, then the reply SEND: two slots, one signal */
 	CHECK(r.state == REQ_TRANSFERRING_TO_HOST);
 	CHECK(fake.wr_write == 1 && fake.wr_send == 1);
-	CHECK(c.sq_used == 2 && r.send_slots == 2);
-	CHECK(c.io_inflight == 0);
+	CHECK(fake.sq_used == 2 && r.send_slots == 2);
+	CHECK(q.io_inflight == 0);
 	CHECK(reply().error == RB_OK);
 	send_completes(1);
 }
@@ -325,7 +339,7 @@ test_write_durable(void)
 	setup(DURABILITY_ALWAYS, 1);
 	start(RB_OP_WRITE, 0, 0, 4096);
 	CHECK(r.state == REQ_TRANSFERRING_FROM_HOST);
-	CHECK(fake.wr_read == 1 && c.reads_pending == 1);
+	CHECK(fake.wr_read == 1);
 	req_rdma_done(&r, 1);
 	CHECK(r.state == REQ_EXECUTING);
 	CHECK(fake.last_job->op == JOB_WRITE && fake.last_job->src != NULL);
@@ -373,19 +387,19 @@ static void
 test_reply_waits_for_room(void)
 {
 	setup(DURABILITY_FUA, 0);
-	c.sq_used = c.sq_depth;   /* the send queue is full */
+	fake.sq_used = fake.sq_depth;   /* the send queue is full */
 	start(RB_OP_NOP, 0, 0, 0);
 	CHECK(r.state == REQ_NEED_SQ_REPLY);
-	CHECK(waitq_first(&c.sq_wait) == &r.wait);
+	CHECK(waitq_first(&fake.sq_wait) == &r.wait);
 	CHECK(fake.wr_send == 0 && fake.reposts == 0);
 	/* still full: it stays */
 	req_process(&r);
 	CHECK(r.state == REQ_NEED_SQ_REPLY);
 	/* room: the waiter is woken (sendq.c's conn_resume does this) */
-	c.sq_used = 0;
+	fake.sq_used = 0;
 	r.wait.wake(&r.wait);
 	CHECK(r.state == REQ_REPLYING);
-	CHECK(waitq_empty(&c.sq_wait));
+	CHECK(waitq_empty(&fake.sq_wait));
 	CHECK(fake.wr_send == 1);
 	send_completes(0);
 }
@@ -411,16 +425,16 @@ test_error_waits_for_job(void)
 	setup(DURABILITY_FUA, 1);
 	start(RB_OP_READ, 0, 0, 4096);
 	CHECK(r.state == REQ_EXECUTING);
-	c.state = CONN_ERROR;
+	q.failed = 1;
 	/* the connection is going away, but the job still owns the buffer */
 	req_process(&r);
 	CHECK(r.state == REQ_EXECUTING);
-	CHECK(c.bufs_held == 1 && fake.pool_free == 0);
+	CHECK(q.bufs_held == 1 && fake.pool_free == 0);
 	job_returns(0);
 	CHECK(r.state == REQ_FREE);
-	CHECK(c.bufs_held == 0 && fake.pool_free == 1);
+	CHECK(q.bufs_held == 0 && fake.pool_free == 1);
 	CHECK(fake.wr_write == 0 && fake.wr_send == 0);
-	CHECK(c.active == 0 && c.io_inflight == 0);
+	CHECK(q.active == 0 && q.io_inflight == 0);
 }
 
 static void
@@ -433,15 +447,15 @@ test_trim_in_pieces(void)
 	CHECK(r.state == REQ_EXECUTING);
 	CHECK(fake.jobs == 1 && fake.last_job->op == JOB_TRIM);
 	CHECK(fake.last_job->off == 0 && fake.last_job->len == 64u << 20);
-	CHECK(c.slow_inflight == 1);
+	CHECK(q.slow_inflight == 1);
 	job_returns(0);
 	CHECK(r.state == REQ_EXECUTING);
 	CHECK(fake.jobs == 2);
 	CHECK(fake.last_job->off == 64u << 20 && fake.last_job->len == 36u << 20);
-	CHECK(c.slow_inflight == 1 && c.io_inflight == 1);
+	CHECK(q.slow_inflight == 1 && q.io_inflight == 1);
 	job_returns(0);
 	CHECK(r.state == REQ_REPLYING);
-	CHECK(c.slow_inflight == 0);
+	CHECK(q.slow_inflight == 0);
 	CHECK(reply().error == RB_OK);
 	send_completes(0);
 }
@@ -451,13 +465,13 @@ test_trim_error_mid_run(void)
 {
 	setup(DURABILITY_FUA, 0);
 	start(RB_OP_TRIM, 0, 0, 100u << 20);
-	CHECK(c.slow_inflight == 1);
-	c.state = CONN_ERROR;
+	CHECK(q.slow_inflight == 1);
+	q.failed = 1;
 	job_returns(0);
 	/* no second piece; the slow-job slot is given back */
 	CHECK(fake.jobs == 1);
 	CHECK(r.state == REQ_FREE);
-	CHECK(c.slow_inflight == 0 && c.io_inflight == 0);
+	CHECK(q.slow_inflight == 0 && q.io_inflight == 0);
 }
 
 /* A request whose ttl passed before its backing I/O could start is
@@ -485,9 +499,9 @@ test_ttl(void)
 	CHECK(fake.jobs == 1 && r.state == REQ_EXECUTING);
 	CHECK(fake.last_job->start_by_ns > rb_now_ns() + 9000000000ull &&
 	      fake.last_job->may_start != NULL && job_may_start(fake.last_job, 1));
-	c.state = CONN_ERROR;
+	q.failed = 1;
 	CHECK(!job_may_start(fake.last_job, 1));   /* its connection failed */
-	c.state = CONN_READY;
+	q.failed = 0;
 	job_returns(-ECANCELED);
 	CHECK(r.state == REQ_TRANSFERRING_TO_HOST || r.state == REQ_REPLYING);
 	rep = reply();
