@@ -243,7 +243,7 @@ fail_pending(struct rb_aio_ctx *x, int all, int err)
 			finished(x, a, err);
 }
 
-static void collect(struct rb_client *c, struct rb_aio_ctx *x, struct rb_conn *conn);
+static void collect(struct rb_client *c, struct rb_aio_ctx *x, struct rb_conn *conn, int arm);
 
 /* A live watched connection, reconnecting if needed.  NULL when the
  * oldest request's deadline passed (those requests are failed). */
@@ -260,7 +260,7 @@ live_conn(struct rb_client *c, struct rb_aio_ctx *x)
 			/* Its unanswered requests back on the queue first; then
 			 * drop our reference, so that the client's teardown
 			 * thread, not this one, destroys it (conn.c). */
-			collect(c, x, x->watched);
+			collect(c, x, x->watched, 1);
 			unwatch(x);
 		}
 		conn = rb_client_get_conn(c, deadline_of(x->pending.head), &err);
@@ -448,9 +448,10 @@ collect_arm(void *opaque)
 /* Poll the CQs empty, arm, poll again until a round after arming finds
  * nothing (common/cqarm.h: nothing that came before arming is missed),
  * then collect the DONE slots and finish them.  A dead connection is
- * polled once more, not armed. */
+ * polled once more, not armed; so is a live one when !arm (the caller
+ * spins, rb_aio_poll). */
 static void
-collect(struct rb_client *c, struct rb_aio_ctx *x, struct rb_conn *conn)
+collect(struct rb_client *c, struct rb_aio_ctx *x, struct rb_conn *conn, int arm)
 {
 	struct rb_aio *a;
 	struct rb_slot *s;
@@ -463,10 +464,11 @@ collect(struct rb_client *c, struct rb_aio_ctx *x, struct rb_conn *conn)
 	conn->aio_reaping = 1;
 	pthread_mutex_unlock(&conn->lock);
 	for (;;) {
-		if (__atomic_load_n(&conn->dead, __ATOMIC_ACQUIRE) || conn->cfg.busy_poll) {
-			/* Dead: once more, not armed.  busy-poll: the caller
-			 * polls again soon, and never sleeps on the channel
-			 * while a reply is due. */
+		if (__atomic_load_n(&conn->dead, __ATOMIC_ACQUIRE) || conn->cfg.busy_poll ||
+		    !arm) {
+			/* Dead: once more, not armed.  busy-poll, or a caller
+			 * that spins: it polls again soon, and does not sleep
+			 * on the channel before it reaps with arming. */
 			rb_cq_poll_empty(conn, NULL, NULL);
 			break;
 		}
@@ -505,8 +507,8 @@ collect(struct rb_client *c, struct rb_aio_ctx *x, struct rb_conn *conn)
 	}
 }
 
-int
-rb_aio_reap(struct rb_client *c, rb_aio_done_fn *cb, void *opaque)
+static int
+reap(struct rb_client *c, rb_aio_done_fn *cb, void *opaque, int arm)
 {
 	struct rb_aio_ctx *x = ctx_get(c);
 	struct rb_aio *a;
@@ -515,7 +517,7 @@ rb_aio_reap(struct rb_client *c, rb_aio_done_fn *cb, void *opaque)
 	if (x == NULL)
 		return -ENOMEM;
 	if (x->watched != NULL)
-		collect(c, x, x->watched);
+		collect(c, x, x->watched, arm);
 	pump(c, x);
 	fail_pending(x, 0, 0);
 	while ((a = pop(&x->done)) != NULL) {
@@ -524,6 +526,18 @@ rb_aio_reap(struct rb_client *c, rb_aio_done_fn *cb, void *opaque)
 		cb(opaque, a);
 	}
 	return n;
+}
+
+int
+rb_aio_reap(struct rb_client *c, rb_aio_done_fn *cb, void *opaque)
+{
+	return reap(c, cb, opaque, 1);
+}
+
+int
+rb_aio_poll(struct rb_client *c, rb_aio_done_fn *cb, void *opaque)
+{
+	return reap(c, cb, opaque, 0);
 }
 
 int

@@ -202,6 +202,10 @@ int rb_aio_submit(struct rb_client *c, struct rb_aio *a);
  * second while requests are outstanding (it enforces `timeout`). */
 typedef void rb_aio_done_fn(void *opaque, struct rb_aio *a);
 int rb_aio_reap(struct rb_client *c, rb_aio_done_fn *cb, void *opaque);
+/* As rb_aio_reap, for a caller that spins: the CQs are polled but not
+ * armed, so nothing raises rb_aio_fd() for what comes next.  Call
+ * rb_aio_reap (which arms) before sleeping on the fd. */
+int rb_aio_poll(struct rb_client *c, rb_aio_done_fn *cb, void *opaque);
 /* Direct requests: [base, base + len) is the caller's I/O memory (a ublk
  * queue's buffers).  A READ, or a WRITE above the inline size, whose buf
  * lies inside it is moved by the target straight from or into that memory

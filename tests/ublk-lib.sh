@@ -40,3 +40,21 @@ ublk_setup() {
     start_target "$T/target.conf"
     ublk_add ublk hostname="$RDMABLK_ADDR" export=disk0 "$@"
 }
+
+# sleeps_per_io DEV PID: voluntary context switches of PID's busiest thread per read, over a
+# QD1 run of 1000 4 KiB reads.
+sleeps_per_io() {
+    local dev=$1 pid=$2 before after ios0 ios1
+    snap() { grep -h voluntary_ctxt_switches /proc/"$pid"/task/*/status | grep -v nonvol | awk '{print $2}'; }
+    before=$(snap | tr '\n' ' ')
+    ios0=$(awk '{print $1}' "/sys/block/${dev#/dev/}/stat")
+    fio --name=q1 --filename="$dev" --allow_file_create=0 --ioengine=libaio --direct=1 \
+        --rw=randread --bs=4k --iodepth=1 --size=32M --number_ios=1000 \
+        >>"$LOGS/sleeps.log" 2>&1 || fail "fio QD1 reads on $dev failed"
+    after=$(snap | tr '\n' ' ')
+    ios1=$(awk '{print $1}' "/sys/block/${dev#/dev/}/stat")
+    python3 -c 'import sys
+b = [int(x) for x in sys.argv[1].split()]; a = [int(x) for x in sys.argv[2].split()]
+print("%.2f" % (max(y - x for x, y in zip(b, a)) / max(1, int(sys.argv[3]))))' \
+        "$before" "$after" $((ios1 - ios0))
+}

@@ -98,7 +98,9 @@ usage(FILE *f)
 		"       rdmablk-ublk del /dev/ublkbN\n"
 		"       rdmablk-ublk list\n"
 		"keys: hostname export port queue-depth timeout retry keepalive busy-poll\n"
-		"      secret-file mr source-address (as the nbdkit plugin),\n"
+		"      secret-file mr source-address (as the nbdkit plugin; busy-poll\n"
+		"      also takes adaptive, the default here: spin about two round trips\n"
+		"      while one request is out, then sleep),\n"
 		"      queues=N (1..%u, default 1), connections=N per queue (1..%u, default 1)\n"
 		"hostname=A,B:PORT,[IPV6]:PORT: targets of one shared export, failover\n"
 		"      in list order\n",
@@ -114,6 +116,7 @@ parse_params(struct ub_dev *d, int argc, char **argv)
 	int i, r;
 
 	rb_opts_init(&d->opts);
+	d->wait = UB_WAIT_ADAPTIVE;
 	d->nr_queues = 1;
 	d->nr_conns = 1;
 	for (i = 0; i < argc; i++) {
@@ -140,6 +143,23 @@ parse_params(struct ub_dev *d, int argc, char **argv)
 				return -1;
 			}
 			d->nr_conns = (unsigned)v;
+			continue;
+		}
+		if (strcmp(key, "busy-poll") == 0) {
+			int b;
+
+			if (strcmp(eq + 1, "adaptive") == 0) {
+				d->wait = UB_WAIT_ADAPTIVE;
+				d->opts.busy_poll = 0;
+				continue;
+			}
+			if (rb_parse_bool(eq + 1, &b) < 0) {
+				ub_log("invalid busy-poll '%s': expected adaptive, or a boolean "
+				       "(true/false, on/off, 1/0)", eq + 1);
+				return -1;
+			}
+			d->wait = b ? UB_WAIT_SPIN : UB_WAIT_SLEEP;
+			d->opts.busy_poll = b;
 			continue;
 		}
 		r = rb_opts_set(&d->opts, key, eq + 1, err, sizeof(err));

@@ -7,7 +7,9 @@
  * fewest outstanding, the first on a tie: at QD1 every request takes the
  * first, and a deep queue spreads over them.  With busy-poll=yes it does
  * not sleep while a reply is due: it polls the CQs (the library then
- * never arms them).
+ * never arms them).  With busy-poll=adaptive (the default) it polls them
+ * for about two round trips while one request is out (common/spin.h),
+ * and arms them only when it is about to sleep.
  *
  * Per tag:  FETCHING --request--> AT_TARGET --reaped--> FETCHING (COMMIT_AND_FETCH)
  *                \--ABORT (device stopping)--> DONE */
@@ -33,6 +35,7 @@ enum ub_io_state { UB_IO_FETCHING, UB_IO_AT_TARGET, UB_IO_DONE };
 struct ub_io {
 	enum ub_io_state state;
 	struct rb_aio    aio;
+	uint64_t         sent_ns;     /* busy-poll=adaptive: for its round trip */
 };
 
 /* A zeroed 128-byte SQE.  The ring has room for one command per tag and
@@ -102,15 +105,16 @@ outstanding(struct ub_queue *q)
 
 static void io_done(void *opaque, struct rb_aio *a);
 
-/* Reap the connections whose bit is in mask. */
+/* Reap the connections whose bit is in mask; arm their CQs unless the
+ * thread spins (!arm). */
 static void
-reap(struct ub_queue *q, unsigned mask)
+reap(struct ub_queue *q, unsigned mask, int arm)
 {
 	unsigned i;
 
 	for (i = 0; i < q->nconns; i++)
 		if (mask & (1u << i))
-			rb_aio_reap(q->conns[i], io_done, q);
+			(arm ? rb_aio_reap : rb_aio_poll)(q->conns[i], io_done, q);
 }
 
 int
@@ -200,6 +204,11 @@ ub_queue_destroy(struct ub_queue *q)
 		rb_client_close(q->conns[i]);
 		q->conns[i] = NULL;
 	}
+	if (q->dev->wait == UB_WAIT_ADAPTIVE && q->spin.samples > 0)
+		ub_info("queue %u: busy-poll=adaptive: %llu replies came while it spun, "
+			"%llu spins ended in a sleep; mean round trip %llu us", q->id,
+			(unsigned long long)q->spins_won, (unsigned long long)q->spins_lost,
+			(unsigned long long)(q->spin.mean_ns / 1000));
 	q->nconns = 0;
 	free(q->ios);
 	q->ios = NULL;
@@ -305,9 +314,20 @@ start_io(struct ub_queue *q, unsigned tag)
 		return;
 	}
 	io->state = UB_IO_AT_TARGET;
+	if (q->dev->wait == UB_WAIT_ADAPTIVE)
+		io->sent_ns = q->sent_ns = rb_now_ns();
 	r = rb_aio_submit(q->conns[least_busy(q)], a);
 	if (r < 0)
 		prep_io_cmd(q, UB_IO(UBLK_IO_COMMIT_AND_FETCH_REQ), tag, r);
+}
+
+/* busy-poll=adaptive: poll instead of sleeping?  Within the spin's
+ * budget from the newest request's send (common/spin.h). */
+static int
+spin_now(const struct ub_queue *q, unsigned n, uint64_t now)
+{
+	return q->dev->wait == UB_WAIT_ADAPTIVE &&
+	       now - q->sent_ns < rb_spin_budget_ns(&q->spin, n);
 }
 
 /* A reaped request: its result goes back with the next fetch. */
@@ -316,6 +336,9 @@ io_done(void *opaque, struct rb_aio *a)
 {
 	struct ub_queue *q = opaque;
 	int res = a->result < 0 ? a->result : (int)a->len;
+
+	if (q->dev->wait == UB_WAIT_ADAPTIVE)
+		rb_spin_sample(&q->spin, rb_now_ns() - q->ios[a->user].sent_ns);
 
 	prep_io_cmd(q, UB_IO(UBLK_IO_COMMIT_AND_FETCH_REQ), (unsigned)a->user, res);
 }
@@ -353,8 +376,8 @@ ub_queue_run(void *arg)
 	struct ub_queue *q = arg;
 	struct __kernel_timespec tick = { .tv_sec = 0, .tv_nsec = TICK_NS - 1 };
 	struct io_uring_cqe *cqe;
-	unsigned tag, head, seen, fired, all = (1u << q->nconns) - 1;
-	int r, busy = q->dev->opts.busy_poll;
+	unsigned tag, head, seen, fired, n, all = (1u << q->nconns) - 1;
+	int r, spinning, busy = q->dev->wait == UB_WAIT_SPIN;
 	uint64_t now, all_reaped_ns = rb_now_ns();
 
 	if (q->have_cpus && (r = pthread_setaffinity_np(pthread_self(), sizeof(q->cpus),
@@ -370,15 +393,31 @@ ub_queue_run(void *arg)
 		ub_log("queue %u: submitting the fetches: %s", q->id, strerror(-r));
 		goto out;
 	}
-	reap(q, all);   /* arms the completion channels */
+	reap(q, all, 1);   /* arms the completion channels */
 	while (q->aborted < q->dev->depth || outstanding(q) > 0) {
-		if (busy && outstanding(q) > 0) {
+		n = outstanding(q);
+		now = rb_now_ns();
+		spinning = 0;
+		if (busy && n > 0) {
 			/* busy-poll=yes: no sleep while a reply is due.  Hand
 			 * the kernel what is queued (a syscall only then), take
 			 * what the ring holds, and poll the CQs (user space). */
 			r = io_uring_submit(&q->ring);
 			fired = all;
+		} else if (spin_now(q, n, now)) {
+			/* busy-poll=adaptive, within the spin: the same, with
+			 * the CQs left unarmed (the reply raises nothing). */
+			r = io_uring_submit(&q->ring);
+			fired = all;
+			spinning = 1;
 		} else {
+			if (q->unarmed && n > 0) {
+				/* The spin ended with a reply still due: arm (poll,
+				 * arm, poll again) before sleeping. */
+				q->unarmed = 0;
+				q->spins_lost++;
+				reap(q, all, 1);
+			}
 			r = io_uring_submit_and_wait_timeout(&q->ring, &cqe, 1, &tick, NULL);
 			fired = r == -ETIME ? all : 0;   /* at least once a second: timeouts */
 		}
@@ -400,7 +439,17 @@ ub_queue_run(void *arg)
 			fired = all;
 		if (fired == all)
 			all_reaped_ns = now;
-		reap(q, fired);
+		if (spinning) {
+			n = outstanding(q);
+			reap(q, fired, 0);
+			q->unarmed = 1;
+			if (outstanding(q) < n)
+				q->spins_won++;
+		} else {
+			reap(q, fired, 1);
+			if (fired == all)
+				q->unarmed = 0;
+		}
 		if (q->aborted < q->dev->depth || outstanding(q) > 0)
 			arm_polls(q);
 	}

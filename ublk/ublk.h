@@ -16,6 +16,7 @@
 #include <sys/ioctl.h>
 
 #include "rdmablk.h"
+#include "spin.h"
 
 /* Newer than Debian 12's 6.1 uapi header: only what we use. */
 #ifndef UBLK_CMD_GET_FEATURES
@@ -46,10 +47,18 @@ void ub_ctrl_close(struct ub_ctrl *c);
 int  ub_ctrl_cmd(struct ub_ctrl *c, unsigned op, uint32_t dev_id, void *buf,
 		 uint16_t len, uint64_t data0);
 
+/* busy-poll=: how a queue thread waits for a reply. */
+enum ub_wait {
+	UB_WAIT_SLEEP,          /* no: arm the CQs and sleep */
+	UB_WAIT_ADAPTIVE,       /* adaptive (the default): spin, then sleep (common/spin.h) */
+	UB_WAIT_SPIN,           /* yes: never sleep while a reply is due */
+};
+
 /* A device being served (dev.c). */
 struct ub_queue;
 struct ub_dev {
 	struct rb_opts                opts;
+	enum ub_wait                  wait;     /* busy-poll= */
 	unsigned                      nr_queues;
 	unsigned                      nr_conns; /* connections=: per queue */
 	unsigned                      depth;
@@ -84,6 +93,13 @@ struct ub_queue {
 	size_t             bufs_len;
 	struct ub_io      *ios;         /* depth */
 	unsigned           aborted;     /* tags the kernel will not send again */
+	/* busy-poll=adaptive: the round trips measured, when the newest
+	 * request was sent, whether the CQs were left unarmed by a spin,
+	 * and how each spin ended (logged when the queue stops) */
+	struct rb_spin     spin;
+	uint64_t           sent_ns;
+	int                unarmed;
+	uint64_t           spins_won, spins_lost;
 	int                ready;       /* FETCHes issued (under dev lock) */
 	int                failed;
 };

@@ -1,0 +1,23 @@
+/* The adaptive spin's rule (common/spin.h). */
+#include "spin.h"
+
+void
+rb_spin_sample(struct rb_spin *s, uint64_t rtt_ns)
+{
+	if (s->samples++ == 0)
+		s->mean_ns = rtt_ns;
+	else if (rtt_ns >= s->mean_ns)
+		s->mean_ns += (rtt_ns - s->mean_ns) / 8;
+	else
+		s->mean_ns -= (s->mean_ns - rtt_ns) / 8;
+}
+
+uint64_t
+rb_spin_budget_ns(const struct rb_spin *s, unsigned outstanding)
+{
+	if (outstanding == 0 || outstanding > RB_SPIN_MAX_OUT)
+		return 0;
+	if (s->samples == 0 || s->mean_ns > RB_SPIN_RTT_MAX_NS)
+		return 0;
+	return 2 * s->mean_ns;
+}

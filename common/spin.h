@@ -1,0 +1,31 @@
+/* The adaptive spin: how long a thread that waits for a reply polls its
+ * completion queue before it arms it and sleeps.  A sleep costs a
+ * wake-up and the arming's syscalls (on rxe also the completion
+ * channel's read); a spin costs the CPU it burns.  So spin for a bounded
+ * time, from the round trips measured: about two mean round trips, and
+ * only while few requests are out (a deep queue brings completions
+ * without waiting, and its CPUs are better left to the work) and the
+ * round trip is short (a slow backing store is not worth a spinning CPU).
+ * As the kernel's hybrid polling does for NVMe, from its own mean. */
+#ifndef RDMABLK_SPIN_H
+#define RDMABLK_SPIN_H
+
+#include <stdint.h>
+
+/* No spin when the mean round trip is longer than this. */
+#define RB_SPIN_RTT_MAX_NS   (4u * 1000 * 1000)
+/* Spin only while at most this many requests are outstanding. */
+#define RB_SPIN_MAX_OUT      1u
+
+struct rb_spin {
+	uint64_t mean_ns;       /* moving mean of the round trip (1/8 weight); 0: none yet */
+	uint64_t samples;
+};
+
+/* One reply came rtt_ns after its request was sent. */
+void rb_spin_sample(struct rb_spin *s, uint64_t rtt_ns);
+/* How long, from the send of the newest request, to spin with
+ * outstanding requests out: 0 means sleep now. */
+uint64_t rb_spin_budget_ns(const struct rb_spin *s, unsigned outstanding);
+
+#endif
