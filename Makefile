@@ -154,7 +154,7 @@ export RDMABLK_SANITIZE := $(SANITIZE)
 
 # The hostile-initiator test runs the target built with ASan/UBSan, so check builds both.
 # With SANITIZE=thread only the ThreadSanitizer build and its subset (TSAN_TESTS) run.
-TSAN_TESTS ?= tests/test-initiator-io.sh tests/test-initiator-leader.sh tests/test-target-io.sh tests/test-target-io-pressure.sh tests/test-target-threads-placement.sh tests/test-target-threads-reload.sh tests/test-target-threads-sigterm.sh tests/test-plugin-reconnect.sh
+TSAN_TESTS ?= tests/test-initiator-io.sh tests/test-initiator-leader.sh tests/test-initiator-adaptive-spin.sh tests/test-target-io.sh tests/test-target-io-pressure.sh tests/test-target-threads-placement.sh tests/test-target-threads-reload.sh tests/test-target-threads-sigterm.sh tests/test-plugin-reconnect.sh
 ifeq ($(SANITIZE),thread)
 check:
 	scripts/install-deps

@@ -268,7 +268,7 @@ live_conn(struct rb_client *c, struct rb_aio_ctx *x)
 			watch(x, conn);
 			/* Armed before the first post: its reply raises the fd
 			 * (busy-poll: the caller polls instead). */
-			if (!conn->cfg.busy_poll && rb_conn_arm(x->watched) < 0) {
+			if (conn->cfg.busy_poll != RB_BUSY_POLL_YES && rb_conn_arm(x->watched) < 0) {
 				pthread_mutex_lock(&x->watched->lock);
 				rb_conn_mark_dead_locked(x->watched, "ibv_req_notify_cq failed");
 				pthread_mutex_unlock(&x->watched->lock);
@@ -464,8 +464,8 @@ collect(struct rb_client *c, struct rb_aio_ctx *x, struct rb_conn *conn, int arm
 	conn->aio_reaping = 1;
 	pthread_mutex_unlock(&conn->lock);
 	for (;;) {
-		if (__atomic_load_n(&conn->dead, __ATOMIC_ACQUIRE) || conn->cfg.busy_poll ||
-		    !arm) {
+		if (__atomic_load_n(&conn->dead, __ATOMIC_ACQUIRE) ||
+		    conn->cfg.busy_poll == RB_BUSY_POLL_YES || !arm) {
 			/* Dead: once more, not armed.  busy-poll, or a caller
 			 * that spins: it polls again soon, and does not sleep
 			 * on the channel before it reaps with arming. */

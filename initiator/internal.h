@@ -13,6 +13,7 @@
 #include "auth.h"
 #include "protocol.h"
 #include "rdmablk.h"
+#include "spin.h"
 
 #define RB_ERRBUF 256
 
@@ -282,6 +283,9 @@ struct rb_conn {
 	 * that owns the CQs and sleeps in poll() on comp_ch, or -1. */
 	int                         leader;
 	unsigned                    followers;  /* owners asleep on their slot's cond */
+	/* busy-poll=adaptive: the round trips its leaders measured; only
+	 * the leader touches it (made leader under the lock) */
+	struct rb_spin              spin;
 	int                         wake_fd;    /* eventfd: kick the leader out of poll() */
 	/* Atomic.  wake_posted: wake_fd was written since its last read, set
 	 * after the write, so that a reaper reads it only then.  recv_armed,

@@ -120,10 +120,14 @@ rb_opts_set(struct rb_opts *o, const char *key, const char *value,
 	if (strcmp(key, "keepalive") == 0)
 		return set_uint(key, value, 0, 3600, &o->keepalive_s, err, errlen);
 	if (strcmp(key, "busy-poll") == 0) {
+		if (strcmp(value, "adaptive") == 0) {
+			o->busy_poll = RB_BUSY_POLL_ADAPTIVE;
+			return 0;
+		}
 		if (rb_parse_bool(value, &b) < 0)
-			return bad(err, errlen, "invalid busy-poll '%s': expected a "
+			return bad(err, errlen, "invalid busy-poll '%s': expected adaptive, or a "
 				   "boolean (true/false, on/off, 1/0)", value);
-		o->busy_poll = b;
+		o->busy_poll = b ? RB_BUSY_POLL_YES : RB_BUSY_POLL_NO;
 		return 0;
 	}
 	if (strcmp(key, "secret-file") == 0)

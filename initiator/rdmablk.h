@@ -56,7 +56,7 @@ struct rb_opts {
 	unsigned    timeout_s;     /* per-request deadline, also bounds connecting */
 	unsigned    keepalive_s;   /* NOP when idle this long; 0 disables */
 	unsigned    retry;         /* extra attempts for the first connection */
-	int         busy_poll;     /* a waiting thread spins instead of sleeping */
+	int         busy_poll;     /* RB_BUSY_POLL_*: how a waiting thread waits */
 	const char *secret_file;   /* shared secret for an export that has one;
 				    * must not be readable by group/others */
 	int         mr;            /* RB_MR_WINDOW (default, rb_opts_init) or RB_MR_STATIC */
@@ -80,6 +80,13 @@ struct rb_opts {
  * pool-wide MR whose key stays valid for the connection's lifetime. */
 #define RB_MR_WINDOW 0
 #define RB_MR_STATIC 1
+
+/* busy-poll=: NO (the library's default) arms the CQs and sleeps; YES spins
+ * while any reply is due, never arming; ADAPTIVE spins about two mean round
+ * trips while one request is out, then arms and sleeps (common/spin.h). */
+#define RB_BUSY_POLL_NO       0
+#define RB_BUSY_POLL_YES      1
+#define RB_BUSY_POLL_ADAPTIVE 2
 
 /* Fills the defaults; host and export_name stay NULL. */
 void rb_opts_init(struct rb_opts *o);

@@ -7,7 +7,8 @@
  * own slot is DONE it passes the lead to one sleeping follower and returns.
  * Followers sleep on their slot's condvar until their slot is DONE or they
  * are made leader.  At queue depth 1 the caller sleeps only in poll() and is
- * woken once, by the kernel. */
+ * woken once, by the kernel; with busy-poll=adaptive it first polls for
+ * about two mean round trips, and most often does not sleep at all. */
 #include <errno.h>
 #include <poll.h>
 #include <string.h>
@@ -128,33 +129,58 @@ lead_arm(void *opaque)
 	return rb_conn_arm(((struct lead_ctx *)opaque)->conn);
 }
 
+/* Under the lock, for the new leader of s: until when it polls without
+ * arming.  busy-poll=yes: for ever; adaptive: for the spin's budget from
+ * s's post, when no other owner waits (common/spin.h); no: not at all. */
+static uint64_t
+spin_until_locked(const struct rb_conn *conn, const struct rb_slot *s)
+{
+	uint64_t budget;
+
+	switch (conn->cfg.busy_poll) {
+	case RB_BUSY_POLL_YES:
+		return UINT64_MAX;
+	case RB_BUSY_POLL_ADAPTIVE:
+		budget = rb_spin_budget_ns(&conn->spin, 1 + conn->followers);
+		return budget == 0 ? 0 : s->post_ns + budget;
+	default:
+		return 0;
+	}
+}
+
 /* The leader's loop: until s is DONE, the connection is dead (0) or the
- * deadline passes (-ETIMEDOUT).  Called without the lock.  It sleeps only
- * after the arming rule (poll, arm, poll again: common/cqarm.h). */
+ * deadline passes (-ETIMEDOUT).  Called without the lock.  Until
+ * spin_until it polls without arming; after that it sleeps only after the
+ * arming rule (poll, arm, poll again: common/cqarm.h). */
 static int
-lead(struct rb_conn *conn, struct rb_slot *s, uint64_t deadline_ns)
+lead(struct rb_conn *conn, struct rb_slot *s, uint64_t deadline_ns, uint64_t spin_until)
 {
 	struct lead_ctx l = { .conn = conn, .s = s };
-	uint64_t now;
-	int r;
+	uint64_t now = 0;
+	int r, spinning;
 
 	for (;;) {
-		r = conn->cfg.busy_poll ? lead_poll(&l) :
-			rb_cq_poll_arm_poll(lead_poll, lead_arm, &l);
+		spinning = spin_until == UINT64_MAX ||
+			(spin_until != 0 && (now = rb_now_ns()) < spin_until);
+		r = spinning ? lead_poll(&l) : rb_cq_poll_arm_poll(lead_poll, lead_arm, &l);
 		if (r == RB_CQ_ARM_FAILED) {
 			pthread_mutex_lock(&conn->lock);
 			rb_conn_mark_dead_locked(conn, "ibv_req_notify_cq failed");
 			pthread_mutex_unlock(&conn->lock);
 			return 0;
 		}
-		if (l.done)
+		if (l.done) {
+			if (conn->cfg.busy_poll == RB_BUSY_POLL_ADAPTIVE &&
+			    !__atomic_load_n(&conn->dead, __ATOMIC_ACQUIRE))
+				rb_spin_sample(&conn->spin, rb_now_ns() - s->post_ns);
 			return 0;
+		}
 		if (r > 0)
 			continue;
 		now = rb_now_ns();
 		if (now >= deadline_ns)
 			return -ETIMEDOUT;
-		if (!conn->cfg.busy_poll)
+		if (!spinning)
 			sleep_on_channel(conn, rb_deadline_ms(deadline_ns, now,
 							      LEAD_MAX_SLEEP_MS));
 	}
@@ -215,8 +241,10 @@ rb_wait_slot(struct rb_conn *conn, struct rb_slot *s, uint64_t deadline_ns)
 		if (conn->leader < 0)
 			conn->leader = me;
 		if (conn->leader == me) {
+			uint64_t spin_until = spin_until_locked(conn, s);
+
 			pthread_mutex_unlock(&conn->lock);
-			r = lead(conn, s, deadline_ns);
+			r = lead(conn, s, deadline_ns, spin_until);
 			pthread_mutex_lock(&conn->lock);
 			if (r == -ETIMEDOUT && rb_slot_awaiting(s) && !conn->dead) {
 				timed_out_locked(conn);

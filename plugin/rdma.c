@@ -2,7 +2,7 @@
  *
  *   nbdkit rdma hostname=10.55.0.1[,10.55.0.2:PORT,[fd00::1]:PORT...] export=disk0
  *               [port=10810] [queue-depth=N]
- *               [timeout=SECS] [retry=N] [keepalive=SECS] [busy-poll=BOOL]
+ *               [timeout=SECS] [retry=N] [keepalive=SECS] [busy-poll=BOOL|adaptive]
  *               [secret-file=FILE] [mr=window|static] [source-address=ADDR]
  *
  * Each NBD client connection (.open) gets its own RDMA connection (one QP);
@@ -158,7 +158,9 @@ rdmaplug_config_complete(void)
 	"retry=<N>            Retry the first connection N times, with back-off (default 0).\n" \
 	"keepalive=<SECS>     Probe an idle connection after SECS; a dead target is\n" \
 	"                     noticed within about 3 x SECS; 0 disables (default 2).\n" \
-	"busy-poll=<BOOL>     Spin on the completion queue instead of sleeping (default false).\n" \
+	"busy-poll=<BOOL>|adaptive  Spin on the completion queue instead of sleeping\n" \
+	"                     (default false); adaptive: spin about two round trips\n" \
+	"                     while one request is out, then sleep.\n" \
 	"secret-file=<FILE>   Shared secret for an export that has one (mode 0600);\n" \
 	"                     the target must then prove it knows it too.\n" \
 	"mr=window|static     Expose each request's buffer through a memory window bound\n" \

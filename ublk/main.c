@@ -116,7 +116,7 @@ parse_params(struct ub_dev *d, int argc, char **argv)
 	int i, r;
 
 	rb_opts_init(&d->opts);
-	d->wait = UB_WAIT_ADAPTIVE;
+	d->opts.busy_poll = RB_BUSY_POLL_ADAPTIVE;     /* rdmablk-ublk's default */
 	d->nr_queues = 1;
 	d->nr_conns = 1;
 	for (i = 0; i < argc; i++) {
@@ -143,23 +143,6 @@ parse_params(struct ub_dev *d, int argc, char **argv)
 				return -1;
 			}
 			d->nr_conns = (unsigned)v;
-			continue;
-		}
-		if (strcmp(key, "busy-poll") == 0) {
-			int b;
-
-			if (strcmp(eq + 1, "adaptive") == 0) {
-				d->wait = UB_WAIT_ADAPTIVE;
-				d->opts.busy_poll = 0;
-				continue;
-			}
-			if (rb_parse_bool(eq + 1, &b) < 0) {
-				ub_log("invalid busy-poll '%s': expected adaptive, or a boolean "
-				       "(true/false, on/off, 1/0)", eq + 1);
-				return -1;
-			}
-			d->wait = b ? UB_WAIT_SPIN : UB_WAIT_SLEEP;
-			d->opts.busy_poll = b;
 			continue;
 		}
 		r = rb_opts_set(&d->opts, key, eq + 1, err, sizeof(err));

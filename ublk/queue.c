@@ -204,7 +204,7 @@ ub_queue_destroy(struct ub_queue *q)
 		rb_client_close(q->conns[i]);
 		q->conns[i] = NULL;
 	}
-	if (q->dev->wait == UB_WAIT_ADAPTIVE && q->spin.samples > 0)
+	if (q->dev->opts.busy_poll == RB_BUSY_POLL_ADAPTIVE && q->spin.samples > 0)
 		ub_info("queue %u: busy-poll=adaptive: %llu replies came while it spun, "
 			"%llu spins ended in a sleep; mean round trip %llu us", q->id,
 			(unsigned long long)q->spins_won, (unsigned long long)q->spins_lost,
@@ -314,7 +314,7 @@ start_io(struct ub_queue *q, unsigned tag)
 		return;
 	}
 	io->state = UB_IO_AT_TARGET;
-	if (q->dev->wait == UB_WAIT_ADAPTIVE)
+	if (q->dev->opts.busy_poll == RB_BUSY_POLL_ADAPTIVE)
 		io->sent_ns = q->sent_ns = rb_now_ns();
 	r = rb_aio_submit(q->conns[least_busy(q)], a);
 	if (r < 0)
@@ -326,7 +326,7 @@ start_io(struct ub_queue *q, unsigned tag)
 static int
 spin_now(const struct ub_queue *q, unsigned n, uint64_t now)
 {
-	return q->dev->wait == UB_WAIT_ADAPTIVE &&
+	return q->dev->opts.busy_poll == RB_BUSY_POLL_ADAPTIVE &&
 	       now - q->sent_ns < rb_spin_budget_ns(&q->spin, n);
 }
 
@@ -337,7 +337,7 @@ io_done(void *opaque, struct rb_aio *a)
 	struct ub_queue *q = opaque;
 	int res = a->result < 0 ? a->result : (int)a->len;
 
-	if (q->dev->wait == UB_WAIT_ADAPTIVE)
+	if (q->dev->opts.busy_poll == RB_BUSY_POLL_ADAPTIVE)
 		rb_spin_sample(&q->spin, rb_now_ns() - q->ios[a->user].sent_ns);
 
 	prep_io_cmd(q, UB_IO(UBLK_IO_COMMIT_AND_FETCH_REQ), (unsigned)a->user, res);
@@ -377,7 +377,7 @@ ub_queue_run(void *arg)
 	struct __kernel_timespec tick = { .tv_sec = 0, .tv_nsec = TICK_NS - 1 };
 	struct io_uring_cqe *cqe;
 	unsigned tag, head, seen, fired, n, all = (1u << q->nconns) - 1;
-	int r, spinning, busy = q->dev->wait == UB_WAIT_SPIN;
+	int r, spinning, busy = q->dev->opts.busy_poll == RB_BUSY_POLL_YES;
 	uint64_t now, all_reaped_ns = rb_now_ns();
 
 	if (q->have_cpus && (r = pthread_setaffinity_np(pthread_self(), sizeof(q->cpus),

@@ -47,18 +47,10 @@ void ub_ctrl_close(struct ub_ctrl *c);
 int  ub_ctrl_cmd(struct ub_ctrl *c, unsigned op, uint32_t dev_id, void *buf,
 		 uint16_t len, uint64_t data0);
 
-/* busy-poll=: how a queue thread waits for a reply. */
-enum ub_wait {
-	UB_WAIT_SLEEP,          /* no: arm the CQs and sleep */
-	UB_WAIT_ADAPTIVE,       /* adaptive (the default): spin, then sleep (common/spin.h) */
-	UB_WAIT_SPIN,           /* yes: never sleep while a reply is due */
-};
-
 /* A device being served (dev.c). */
 struct ub_queue;
 struct ub_dev {
-	struct rb_opts                opts;
-	enum ub_wait                  wait;     /* busy-poll= */
+	struct rb_opts                opts;     /* busy_poll: ADAPTIVE unless set */
 	unsigned                      nr_queues;
 	unsigned                      nr_conns; /* connections=: per queue */
 	unsigned                      depth;

@@ -60,7 +60,7 @@ usage(void)
 	fprintf(stderr,
 		"usage: rdmablk-io -H HOST [-p PORT] -e EXPORT [-q QD] [-t TIMEOUT_S]\n"
 		"                  [-k KEEPALIVE_S] [-S SECRET_FILE] [-M window|static]\n"
-		"                  [-B SOURCE_ADDR] [-b] [-s] [-v] CMD ...\n"
+		"                  [-B SOURCE_ADDR] [-b | -a] [-s] [-v] CMD ...\n"
 		"  info | write OFF LEN SEED [--fua] | read OFF LEN SEED | dump OFF LEN\n"
 		"  flush | trim OFF LEN | zero OFF LEN | stress SECONDS THREADS [MAXLEN]\n"
 		"  list | pattern OFF LEN SEED\n");
@@ -458,7 +458,7 @@ main(int argc, char **argv)
 
 	rb_opts_init(&o);
 	rb_set_log(log_fn);
-	while ((opt = getopt(argc, argv, "+H:p:e:q:t:k:S:M:B:bsvh")) != -1) {
+	while ((opt = getopt(argc, argv, "+H:p:e:q:t:k:S:M:B:absvh")) != -1) {
 		cmd = "options";
 		r = conn_opt(opt, optarg, &o);
 		if (r < 0)
@@ -475,7 +475,8 @@ main(int argc, char **argv)
 			else
 				usage();
 			break;
-		case 'b': o.busy_poll = 1; break;
+		case 'b': o.busy_poll = RB_BUSY_POLL_YES; break;
+		case 'a': o.busy_poll = RB_BUSY_POLL_ADAPTIVE; break;
 		case 's': stats = 1; break;
 		case 'v': verbose = 1; break;
 		default: usage();
