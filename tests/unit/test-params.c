@@ -123,7 +123,9 @@ main(void)
 	CHECK(set(&o, "timeout", "5") == 0 && o.timeout_s == 5);
 	CHECK(set(&o, "retry", "3") == 0 && o.retry == 3);
 	CHECK(set(&o, "keepalive", "0") == 0 && o.keepalive_s == 0);
-	CHECK(set(&o, "busy-poll", "on") == 0 && o.busy_poll == 1);
+	CHECK(set(&o, "busy-poll", "on") == 0 && o.busy_poll == RB_BUSY_POLL_YES);
+	CHECK(set(&o, "busy-poll", "adaptive") == 0 && o.busy_poll == RB_BUSY_POLL_ADAPTIVE);
+	CHECK(set(&o, "busy-poll", "off") == 0 && o.busy_poll == RB_BUSY_POLL_NO);
 	CHECK(set(&o, "mr", "static") == 0 && o.mr == RB_MR_STATIC);
 	CHECK(set(&o, "source-address", "10.55.0.2") == 0 && strcmp(o.source, "10.55.0.2") == 0);
 	CHECK(set(&o, "source-address", "fd00::2") == 0 && strcmp(o.source, "fd00::2") == 0);
@@ -135,7 +137,8 @@ main(void)
 	CHECK(set(&o, "port", "http") == -EINVAL && strstr(err, "port"));
 	CHECK(set(&o, "queue-depth", "0") == -EINVAL && strstr(err, "invalid queue-depth '0'"));
 	CHECK(set(&o, "export", "-x") == -EINVAL && strstr(err, "invalid export '-x'"));
-	CHECK(set(&o, "busy-poll", "maybe") == -EINVAL && strstr(err, "busy-poll"));
+	CHECK(set(&o, "busy-poll", "maybe") == -EINVAL && strstr(err, "invalid busy-poll 'maybe'") &&
+	      strstr(err, "adaptive"));
 	CHECK(set(&o, "mr", "sometimes") == -EINVAL && strstr(err, "mr: 'sometimes'"));
 	CHECK(set(&o, "source-address", "host.example") == -EINVAL &&
 	      strstr(err, "invalid source-address 'host.example'"));
