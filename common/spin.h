@@ -6,14 +6,18 @@
  * only while few requests are out (a deep queue brings completions
  * without waiting, and its CPUs are better left to the work) and the
  * round trip is short (a slow backing store is not worth a spinning CPU).
- * As the kernel's hybrid polling does for NVMe, from its own mean. */
+ * As the kernel's hybrid polling does for NVMe, from its own mean.  The
+ * mean is made of the round trips of requests sent alone, the only ones a
+ * spin waits for: a deep queue's include the queueing. */
 #ifndef RDMABLK_SPIN_H
 #define RDMABLK_SPIN_H
 
 #include <stdint.h>
 
-/* No spin when the mean round trip is longer than this. */
-#define RB_SPIN_RTT_MAX_NS   (4u * 1000 * 1000)
+/* No spin when the mean round trip is longer than this: a disk's or a
+ * loaded remote cluster's.  (An RDMA round trip to a page cache or flash
+ * is 10-200 us on hardware, 1-3 ms under this project's emulated rxe.) */
+#define RB_SPIN_RTT_MAX_NS   (10u * 1000 * 1000)
 /* Spin only while at most this many requests are outstanding. */
 #define RB_SPIN_MAX_OUT      1u
 

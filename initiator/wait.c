@@ -131,16 +131,20 @@ lead_arm(void *opaque)
 
 /* Under the lock, for the new leader of s: until when it polls without
  * arming.  busy-poll=yes: for ever; adaptive: for the spin's budget from
- * s's post, when no other owner waits (common/spin.h); no: not at all. */
+ * s's post, when no other owner waits (common/spin.h); no: not at all.
+ * *lone: adaptive, and no other owner waits: s's round trip is one the
+ * spin's mean is made of. */
 static uint64_t
-spin_until_locked(const struct rb_conn *conn, const struct rb_slot *s)
+spin_until_locked(const struct rb_conn *conn, const struct rb_slot *s, int *lone)
 {
 	uint64_t budget;
 
+	*lone = 0;
 	switch (conn->cfg.busy_poll) {
 	case RB_BUSY_POLL_YES:
 		return UINT64_MAX;
 	case RB_BUSY_POLL_ADAPTIVE:
+		*lone = conn->followers == 0;
 		budget = rb_spin_budget_ns(&conn->spin, 1 + conn->followers);
 		return budget == 0 ? 0 : s->post_ns + budget;
 	default:
@@ -153,7 +157,8 @@ spin_until_locked(const struct rb_conn *conn, const struct rb_slot *s)
  * spin_until it polls without arming; after that it sleeps only after the
  * arming rule (poll, arm, poll again: common/cqarm.h). */
 static int
-lead(struct rb_conn *conn, struct rb_slot *s, uint64_t deadline_ns, uint64_t spin_until)
+lead(struct rb_conn *conn, struct rb_slot *s, uint64_t deadline_ns, uint64_t spin_until,
+     int lone)
 {
 	struct lead_ctx l = { .conn = conn, .s = s };
 	uint64_t now = 0;
@@ -170,8 +175,7 @@ lead(struct rb_conn *conn, struct rb_slot *s, uint64_t deadline_ns, uint64_t spi
 			return 0;
 		}
 		if (l.done) {
-			if (conn->cfg.busy_poll == RB_BUSY_POLL_ADAPTIVE &&
-			    !__atomic_load_n(&conn->dead, __ATOMIC_ACQUIRE))
+			if (lone && !__atomic_load_n(&conn->dead, __ATOMIC_ACQUIRE))
 				rb_spin_sample(&conn->spin, rb_now_ns() - s->post_ns);
 			return 0;
 		}
@@ -241,10 +245,11 @@ rb_wait_slot(struct rb_conn *conn, struct rb_slot *s, uint64_t deadline_ns)
 		if (conn->leader < 0)
 			conn->leader = me;
 		if (conn->leader == me) {
-			uint64_t spin_until = spin_until_locked(conn, s);
+			int lone;
+			uint64_t spin_until = spin_until_locked(conn, s, &lone);
 
 			pthread_mutex_unlock(&conn->lock);
-			r = lead(conn, s, deadline_ns, spin_until);
+			r = lead(conn, s, deadline_ns, spin_until, lone);
 			pthread_mutex_lock(&conn->lock);
 			if (r == -ETIMEDOUT && rb_slot_awaiting(s) && !conn->dead) {
 				timed_out_locked(conn);

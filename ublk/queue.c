@@ -35,7 +35,8 @@ enum ub_io_state { UB_IO_FETCHING, UB_IO_AT_TARGET, UB_IO_DONE };
 struct ub_io {
 	enum ub_io_state state;
 	struct rb_aio    aio;
-	uint64_t         sent_ns;     /* busy-poll=adaptive: for its round trip */
+	uint64_t         sent_ns;     /* busy-poll=adaptive: for its round trip, */
+	int              lone;        /* measured only when it was sent alone */
 };
 
 /* A zeroed 128-byte SQE.  The ring has room for one command per tag and
@@ -314,8 +315,10 @@ start_io(struct ub_queue *q, unsigned tag)
 		return;
 	}
 	io->state = UB_IO_AT_TARGET;
-	if (q->dev->opts.busy_poll == RB_BUSY_POLL_ADAPTIVE)
+	if (q->dev->opts.busy_poll == RB_BUSY_POLL_ADAPTIVE) {
+		io->lone = outstanding(q) == 0;
 		io->sent_ns = q->sent_ns = rb_now_ns();
+	}
 	r = rb_aio_submit(q->conns[least_busy(q)], a);
 	if (r < 0)
 		prep_io_cmd(q, UB_IO(UBLK_IO_COMMIT_AND_FETCH_REQ), tag, r);
@@ -337,7 +340,7 @@ io_done(void *opaque, struct rb_aio *a)
 	struct ub_queue *q = opaque;
 	int res = a->result < 0 ? a->result : (int)a->len;
 
-	if (q->dev->opts.busy_poll == RB_BUSY_POLL_ADAPTIVE)
+	if (q->dev->opts.busy_poll == RB_BUSY_POLL_ADAPTIVE && q->ios[a->user].lone)
 		rb_spin_sample(&q->spin, rb_now_ns() - q->ios[a->user].sent_ns);
 
 	prep_io_cmd(q, UB_IO(UBLK_IO_COMMIT_AND_FETCH_REQ), (unsigned)a->user, res);
