@@ -430,6 +430,17 @@ target_conf() {
     mv "$conf.new" "$conf"
 }
 
+# start_disk0_target KEY=VALUE...: a target with the [target] keys given (target_conf) and one
+# export, disk0 (64 MiB on $T/disk0.img), started.
+start_disk0_target() {
+    target_conf "$T/target.conf" "$@" <<EOF
+[export disk0]
+path = $T/disk0.img
+size = 64M
+EOF
+    start_target "$T/target.conf"
+}
+
 # durability_exports SIZE: two export sections for target_conf's stdin, fua and always, on
 # $T/fua.img and $T/always.img of SIZE: the two policies under which a write's FUA differs.
 durability_exports() {

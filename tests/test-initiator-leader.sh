@@ -10,12 +10,7 @@ require_rdma
 IO=$BUILD/tests/rdmablk-io
 requires_file "$IO" "$BUILD/rdmablk-target"
 
-target_conf "$T/target.conf" port=10812 queue-depth=32 max-io=1M <<EOF
-[export disk0]
-path = $T/disk0.img
-size = 64M
-EOF
-start_target "$T/target.conf"
+start_disk0_target port=10812 queue-depth=32 max-io=1M
 
 IO_OPTS="-p 10812 -e disk0 -t 60"
 stat_of() { sed -n "s/.* $2=\([0-9]*\).*/\1/p" "$LOGS/$1.log"; }

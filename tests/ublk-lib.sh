@@ -41,6 +41,32 @@ ublk_setup() {
     ublk_add ublk hostname="$RDMABLK_ADDR" export=disk0 "$@"
 }
 
+# verify_qd1_qd8 DEV NAME: crc32c-verified fio random writes on DEV at QD1 and QD8 (8 MiB
+# each, at offsets 1 and 8 MiB); steps NAME1 and NAME8.
+verify_qd1_qd8() {
+    local dev=$1 name=$2 qd
+    for qd in 1 8; do
+        step "$name$qd" fio --name="$name$qd" --filename="$dev" --allow_file_create=0 \
+            --ioengine=libaio --direct=1 --rw=randwrite --bs=4k --iodepth="$qd" --size=8M \
+            --offset=$((qd << 20)) --verify=crc32c --do_verify=1 || fail "fio at QD$qd on $dev failed"
+        grep -q 'err= 0' "$LOGS/$name$qd.log" || fail "fio at QD$qd on $dev reported errors"
+    done
+}
+
+# fewer_sleeps WHAT DEV PID PLAIN_DEV PLAIN_PID: at QD1 the queue thread of DEV (server PID)
+# sleeps under 1.5 times per read, and that of PLAIN_DEV (the control, busy-poll=no) over 1.5.
+fewer_sleeps() {
+    local what=$1 fast slow
+    fast=$(sleeps_per_io "$2" "$3")
+    slow=$(sleeps_per_io "$4" "$5")
+    echo "queue thread sleeps per QD1 read: $what $fast, busy-poll=no $slow"
+    python3 -c 'import sys; sys.exit(not float(sys.argv[1]) > 1.5)' "$slow" ||
+        fail "control: with busy-poll=no the queue thread slept only $slow times per IO"
+    python3 -c 'import sys; sys.exit(not float(sys.argv[1]) < 1.5)' "$fast" ||
+        fail "with $what the queue thread still slept $fast times per IO"
+    ok "queue thread sleeps per QD1 read: $fast with $what, $slow with busy-poll=no"
+}
+
 # sleeps_per_io DEV PID: voluntary context switches of PID's busiest thread per read, over a
 # QD1 run of 1000 4 KiB reads.
 sleeps_per_io() {
