@@ -95,6 +95,9 @@ rdmaplug_load(void)
 	/* nbdkit exits without joining its connection threads. */
 	rb_crypto_no_atexit();
 	rb_opts_init(&opts);
+	/* A lone waiting thread spins about two round trips before it
+	 * sleeps (docs/performance.md: the ADS A/B). */
+	opts.busy_poll = RB_BUSY_POLL_ADAPTIVE;
 }
 
 static void
@@ -158,9 +161,9 @@ rdmaplug_config_complete(void)
 	"retry=<N>            Retry the first connection N times, with back-off (default 0).\n" \
 	"keepalive=<SECS>     Probe an idle connection after SECS; a dead target is\n" \
 	"                     noticed within about 3 x SECS; 0 disables (default 2).\n" \
-	"busy-poll=<BOOL>|adaptive  Spin on the completion queue instead of sleeping\n" \
-	"                     (default false); adaptive: spin about two round trips\n" \
-	"                     while one request is out, then sleep.\n" \
+	"busy-poll=<BOOL>|adaptive  Spin on the completion queue instead of sleeping;\n" \
+	"                     adaptive (the default): spin about two round trips while\n" \
+	"                     one request is out, then sleep.\n" \
 	"secret-file=<FILE>   Shared secret for an export that has one (mode 0600);\n" \
 	"                     the target must then prove it knows it too.\n" \
 	"mr=window|static     Expose each request's buffer through a memory window bound\n" \
