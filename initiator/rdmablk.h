@@ -225,8 +225,9 @@ int rb_aio_poll(struct rb_client *c, rb_aio_done_fn *cb, void *opaque);
 int rb_aio_set_region(struct rb_client *c, void *base, size_t len);
 /* A file descriptor that is readable (POLLIN) when rb_aio_reap has work;
  * stable for the client's lifetime.  -1 on error (logged).  With
- * busy_poll the CQs are never armed, so a reply raises nothing: call
- * rb_aio_reap in a loop while requests are outstanding. */
+ * busy-poll=yes the CQs are never armed, so a reply raises nothing: call
+ * rb_aio_reap in a loop while requests are outstanding.  After
+ * rb_aio_poll, call rb_aio_reap before sleeping on it. */
 int rb_aio_fd(struct rb_client *c);
 /* Requests submitted and not yet reaped. */
 unsigned rb_aio_outstanding(struct rb_client *c);

@@ -131,9 +131,9 @@ lead_arm(void *opaque)
 
 /* Under the lock, for the new leader of s: until when it polls without
  * arming.  busy-poll=yes: for ever; adaptive: for the spin's budget from
- * s's post, when no other owner waits (common/spin.h); no: not at all.
- * *lone: adaptive, and no other owner waits: s's round trip is one the
- * spin's mean is made of. */
+ * s's post, when s is the one slot in flight (common/spin.h); no: not at
+ * all.  *lone: adaptive, and s is the one slot in flight: its round trip
+ * is one the spin's mean is made of. */
 static uint64_t
 spin_until_locked(const struct rb_conn *conn, const struct rb_slot *s, int *lone)
 {
@@ -144,8 +144,8 @@ spin_until_locked(const struct rb_conn *conn, const struct rb_slot *s, int *lone
 	case RB_BUSY_POLL_YES:
 		return UINT64_MAX;
 	case RB_BUSY_POLL_ADAPTIVE:
-		*lone = conn->followers == 0;
-		budget = rb_spin_budget_ns(&conn->spin, 1 + conn->followers);
+		*lone = conn->inflight == 1;
+		budget = rb_spin_budget_ns(&conn->spin, conn->inflight);
 		return budget == 0 ? 0 : s->post_ns + budget;
 	default:
 		return 0;

@@ -340,7 +340,10 @@ io_done(void *opaque, struct rb_aio *a)
 	struct ub_queue *q = opaque;
 	int res = a->result < 0 ? a->result : (int)a->len;
 
-	if (q->dev->opts.busy_poll == RB_BUSY_POLL_ADAPTIVE && q->ios[a->user].lone)
+	/* A failed request's time (a timeout, a resend after a reconnect)
+	 * is no round trip. */
+	if (q->dev->opts.busy_poll == RB_BUSY_POLL_ADAPTIVE && q->ios[a->user].lone &&
+	    a->result >= 0)
 		rb_spin_sample(&q->spin, rb_now_ns() - q->ios[a->user].sent_ns);
 
 	prep_io_cmd(q, UB_IO(UBLK_IO_COMMIT_AND_FETCH_REQ), (unsigned)a->user, res);
@@ -408,17 +411,20 @@ ub_queue_run(void *arg)
 			r = io_uring_submit(&q->ring);
 			fired = all;
 		} else if (spin_now(q, n, now)) {
-			/* busy-poll=adaptive, within the spin: the same, with
-			 * the CQs left unarmed (the reply raises nothing). */
+			/* busy-poll=adaptive, within the spin: the same, and
+			 * the CQs are not re-armed as they are reaped. */
 			r = io_uring_submit(&q->ring);
 			fired = all;
 			spinning = 1;
 		} else {
 			if (q->unarmed && n > 0) {
-				/* The spin ended with a reply still due: arm (poll,
-				 * arm, poll again) before sleeping. */
+				/* A reply is due and a spin left the CQs unarmed:
+				 * arm (poll, arm, poll again) before sleeping.  A
+				 * spin that ran out with its one request still out
+				 * was lost. */
+				if (q->spun_last && n == 1)
+					q->spins_lost++;
 				q->unarmed = 0;
-				q->spins_lost++;
 				reap(q, all, 1);
 			}
 			r = io_uring_submit_and_wait_timeout(&q->ring, &cqe, 1, &tick, NULL);
@@ -442,6 +448,7 @@ ub_queue_run(void *arg)
 			fired = all;
 		if (fired == all)
 			all_reaped_ns = now;
+		q->spun_last = spinning;
 		if (spinning) {
 			n = outstanding(q);
 			reap(q, fired, 0);

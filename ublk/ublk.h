@@ -91,6 +91,7 @@ struct ub_queue {
 	struct rb_spin     spin;
 	uint64_t           sent_ns;
 	int                unarmed;
+	int                spun_last;   /* the last pass was a spin */
 	uint64_t           spins_won, spins_lost;
 	int                ready;       /* FETCHes issued (under dev lock) */
 	int                failed;

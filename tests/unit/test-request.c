@@ -434,6 +434,7 @@ test_error_waits_for_job(void)
 	CHECK(r.state == REQ_FREE);
 	CHECK(q.bufs_held == 0 && fake.pool_free == 1);
 	CHECK(fake.wr_write == 0 && fake.wr_send == 0);
+	CHECK(fake.reposts == 0);      /* no receive posted on a failed connection */
 	CHECK(q.active == 0 && q.io_inflight == 0);
 }
 
