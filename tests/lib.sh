@@ -464,6 +464,11 @@ rdmablk_io() {
     timeout "${IO_TIMEOUT:-120}" "$BUILD/tests/rdmablk-io" -H "$RDMABLK_ADDR" -t 30 ${IO_OPTS:-} "$@"
 }
 
+# io_stat STEP KEY: KEY's number in the stats line rdmablk-io -s printed into $LOGS/STEP.log.
+io_stat() {
+    sed -n "s/.* $2=\([0-9]*\).*/\1/p" "$LOGS/$1.log"
+}
+
 # hold_session EXPORT NAME: an idle rdmablk-session on EXPORT, connected until the test closes
 # fd 7 (its stdin, the fifo $T/NAME.in; then it exits at EOF); its log is $LOGS/NAME-session.log.
 # Sets SESSION_PID; fails the test unless the session says ready within 60 s.

@@ -14,10 +14,9 @@ requires_file "$BUILD/tests/rdmablk-io" "$BUILD/rdmablk-target"
 start_disk0_target port=10812 queue-depth=32 max-io=1M
 
 IO_OPTS="-p 10812 -e disk0 -t 60"
-stat_of() { sed -n "s/.* $2=\([0-9]*\).*/\1/p" "$LOGS/$1.log"; }
 
 step control rdmablk_io -s stress 4 1 4K || fail "single-thread stress (busy-poll=no) failed"
-req=$(stat_of control requests) sleeps=$(stat_of control leader_sleeps)
+req=$(io_stat control requests) sleeps=$(io_stat control leader_sleeps)
 [ "${req:-0}" -gt 20 ] || fail "control: single-thread stress made only ${req:-no} requests"
 [ $((2 * sleeps)) -ge "$req" ] ||
     fail "control: with busy-poll=no the leader slept only $sleeps times for $req requests"
@@ -25,7 +24,7 @@ ok "control: busy-poll=no, $req requests, $sleeps sleeps in poll()"
 
 control=$req
 step spin rdmablk_io -a -s stress 4 1 4K || fail "single-thread stress (adaptive) failed"
-req=$(stat_of spin requests) sleeps=$(stat_of spin leader_sleeps)
+req=$(io_stat spin requests) sleeps=$(io_stat spin leader_sleeps)
 [ -n "$sleeps" ] || fail "rdmablk-io printed no leader_sleeps"
 # A lost wake-up would cost a leader's 1 s sleep bound each time: far fewer requests.
 [ "${req:-0}" -gt 20 ] && [ $((2 * req)) -ge "$control" ] ||
