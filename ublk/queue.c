@@ -327,10 +327,10 @@ start_io(struct ub_queue *q, unsigned tag)
 /* busy-poll=adaptive: poll instead of sleeping?  Within the spin's
  * budget from the newest request's send (common/spin.h). */
 static int
-spin_now(const struct ub_queue *q, unsigned n, uint64_t now)
+spin_now(const struct ub_queue *q, unsigned n)
 {
 	return q->dev->opts.busy_poll == RB_BUSY_POLL_ADAPTIVE &&
-	       now - q->sent_ns < rb_spin_budget_ns(&q->spin, n);
+	       rb_now_ns() - q->sent_ns < rb_spin_budget_ns(&q->spin, n);
 }
 
 /* A reaped request: its result goes back with the next fetch. */
@@ -402,7 +402,6 @@ ub_queue_run(void *arg)
 	reap(q, all, 1);   /* arms the completion channels */
 	while (q->aborted < q->dev->depth || outstanding(q) > 0) {
 		n = outstanding(q);
-		now = rb_now_ns();
 		spinning = 0;
 		if (busy && n > 0) {
 			/* busy-poll=yes: no sleep while a reply is due.  Hand
@@ -410,7 +409,7 @@ ub_queue_run(void *arg)
 			 * what the ring holds, and poll the CQs (user space). */
 			r = io_uring_submit(&q->ring);
 			fired = all;
-		} else if (spin_now(q, n, now)) {
+		} else if (spin_now(q, n)) {
 			/* busy-poll=adaptive, within the spin: the same, and
 			 * the CQs are not re-armed as they are reaped. */
 			r = io_uring_submit(&q->ring);
