@@ -161,12 +161,12 @@ lead(struct rb_conn *conn, struct rb_slot *s, uint64_t deadline_ns, uint64_t spi
      int lone)
 {
 	struct lead_ctx l = { .conn = conn, .s = s };
-	uint64_t now = 0;
+	uint64_t now;
 	int r, spinning;
 
 	for (;;) {
 		spinning = spin_until == UINT64_MAX ||
-			(spin_until != 0 && (now = rb_now_ns()) < spin_until);
+			(spin_until != 0 && rb_now_ns() < spin_until);
 		r = spinning ? lead_poll(&l) : rb_cq_poll_arm_poll(lead_poll, lead_arm, &l);
 		if (r == RB_CQ_ARM_FAILED) {
 			pthread_mutex_lock(&conn->lock);
