@@ -459,7 +459,13 @@ collect(struct rb_client *c, struct rb_aio_ctx *x, struct rb_conn *conn, int arm
 	struct rb_io io;
 	int r;
 
-	consume_events(conn);
+	/* A caller that spins reads the channel only after a pass that
+	 * found completions (below): an armed CQ's event comes with its
+	 * completion, and until then each read of it is an empty syscall. */
+	if (arm)
+		consume_events(conn);
+	else
+		rb_conn_wake_take(conn);
 	pthread_mutex_lock(&conn->lock);
 	conn->aio_reaping = 1;
 	pthread_mutex_unlock(&conn->lock);
@@ -468,8 +474,11 @@ collect(struct rb_client *c, struct rb_aio_ctx *x, struct rb_conn *conn, int arm
 		    conn->cfg.busy_poll == RB_BUSY_POLL_YES || !arm) {
 			/* Dead: once more, not armed.  busy-poll, or a caller
 			 * that spins: it polls again soon, and does not sleep
-			 * on the channel before it reaps with arming. */
-			rb_cq_poll_empty(conn, NULL, NULL);
+			 * on the channel before it reaps with arming.  An
+			 * event left unread keeps the readiness fd readable,
+			 * so the next reap with arming takes it. */
+			if (rb_cq_poll_empty(conn, NULL, NULL) > 0 && !arm)
+				rb_conn_take_events(conn);
 			break;
 		}
 		r = rb_cq_poll_arm_poll(collect_poll, collect_arm, conn);

@@ -131,6 +131,7 @@ struct rb_stats {
 	uint64_t leader_sleeps;    /* a waiting leader slept in poll() */
 	uint64_t follower_wakes;   /* a waiting follower was woken by a condvar */
 	uint64_t handoffs;         /* leadership passed to a follower */
+	uint64_t empty_event_reads; /* reads of an armed CQ's channel that found no event */
 };
 
 /* I/O flags. */

@@ -79,10 +79,14 @@ rb_conn_take_events(struct rb_conn *conn)
 	struct ibv_cq *ev_cq;
 	void *ev_ctx;
 
-	while ((__atomic_load_n(&conn->recv_armed, __ATOMIC_ACQUIRE) ||
-		__atomic_load_n(&conn->send_armed, __ATOMIC_ACQUIRE)) &&
-	       ibv_get_cq_event(conn->comp_ch, &ev_cq, &ev_ctx) == 0)
+	while (__atomic_load_n(&conn->recv_armed, __ATOMIC_ACQUIRE) ||
+	       __atomic_load_n(&conn->send_armed, __ATOMIC_ACQUIRE)) {
+		if (ibv_get_cq_event(conn->comp_ch, &ev_cq, &ev_ctx) != 0) {
+			bump(&conn->cfg.stats->empty_event_reads);   /* a syscall for nothing */
+			break;
+		}
 		took_event(conn, ev_cq);
+	}
 }
 
 /* Sleep until the completion channel or wake_fd fires, or timeout_ms. */

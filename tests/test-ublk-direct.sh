@@ -12,11 +12,8 @@
 requires dd sha256sum
 ublk_setup 64M queues=2
 
-# copied NAME: the bytes the library copied, summed over the queues' exit lines in NAME.log.
-copied() {
-    sed -n 's/.*: queue [0-9]*: [0-9]* requests, [0-9]* resent, \([0-9]*\) bytes copied by the library$/\1/p' \
-        "$LOGS/$1.log" | awk '{ s += $1; n++ } END { if (n) print s; else print "none" }'
-}
+# copied NAME: the bytes the library copied, summed over the exit lines in NAME.log.
+copied() { ublk_exit_sum "$LOGS/$1.log" copied; }
 # del_wait NAME: remove $DEV and wait until its server (UBLK_PID) has exited.
 del_wait() {
     step "del-$1" timeout 120 "$UBLK" del "$DEV" || fail "rdmablk-ublk del $DEV failed"

@@ -24,9 +24,8 @@ ok "mr=static: 8 MiB written and read back in 1 MiB requests, data verified"
 
 step del timeout 120 "$UBLK" del "$DEV" || fail "rdmablk-ublk del $DEV failed"
 wait_for 30 _gone "$UBLK_PID" || fail "the server (pid $UBLK_PID) did not exit"
-n=$(sed -n 's/.*: queue [0-9]*: [0-9]* requests, [0-9]* resent, \([0-9]*\) bytes copied by the library$/\1/p' \
-    "$LOGS/ublk.log")
-[ -n "$n" ] || fail "no exit line with the bytes copied: $(tail -n 3 "$LOGS/ublk.log")"
+n=$(ublk_exit_sum "$LOGS/ublk.log" copied)
+[ "$n" != none ] || fail "no exit line with the bytes copied: $(tail -n 3 "$LOGS/ublk.log")"
 [ "$n" -ge $((16 << 20)) ] ||
     fail "the library copied $n bytes, not the 16 MiB moved: the ublk buffers were exposed"
 grep -q 'mr=static: no direct I/O into the caller' "$LOGS/ublk.log" ||

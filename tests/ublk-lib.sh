@@ -85,3 +85,19 @@ b = [int(x) for x in sys.argv[1].split()]; a = [int(x) for x in sys.argv[2].spli
 print("%.2f" % (max(y - x for x, y in zip(b, a)) / max(1, int(sys.argv[3]))))' \
         "$before" "$after" $((ios1 - ios0))
 }
+
+# ublk_exit_sum LOG FIELD: one counter of the server's exit lines in LOG, one line per queue and
+# connection ("queue Q[ connection C]: N requests, N resent, N bytes copied by the library, N
+# empty reads of the completion channel"), summed; "none" when LOG has no such line.
+# FIELD: requests, resent, copied or empty.
+ublk_exit_sum() {
+    awk -v f="$2" '
+        match($0, /: queue [0-9]+( connection [0-9]+)?: [0-9]+ requests, [0-9]+ resent, [0-9]+ bytes copied by the library, [0-9]+ empty reads/) {
+            split(substr($0, RSTART, RLENGTH), w, /[ :,]+/)
+            # w: "" queue Q [connection C] N requests N resent N bytes copied by the library N empty
+            o = (w[4] == "connection") ? 2 : 0
+            v["requests"] = w[4 + o]; v["resent"] = w[6 + o]; v["copied"] = w[8 + o]; v["empty"] = w[14 + o]
+            s += v[f]; n++
+        }
+        END { if (n) print s; else print "none" }' "$1"
+}

@@ -199,9 +199,10 @@ ub_queue_destroy(struct ub_queue *q)
 		rb_client_stats(q->conns[i], &st);
 		if (q->nconns > 1)
 			snprintf(who, sizeof(who), " connection %u", i);
-		ub_info("queue %u%s: %llu requests, %llu resent, %llu bytes copied by the library",
-			q->id, who, (unsigned long long)st.requests, (unsigned long long)st.resent,
-			(unsigned long long)st.copy_bytes);
+		ub_info("queue %u%s: %llu requests, %llu resent, %llu bytes copied by the library, "
+			"%llu empty reads of the completion channel", q->id, who,
+			(unsigned long long)st.requests, (unsigned long long)st.resent,
+			(unsigned long long)st.copy_bytes, (unsigned long long)st.empty_event_reads);
 		rb_client_close(q->conns[i]);
 		q->conns[i] = NULL;
 	}
