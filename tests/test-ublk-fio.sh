@@ -1,8 +1,8 @@
 #!/bin/bash
 # guest-kernel: 6.12
 # fio libaio --direct=1 on /dev/ublkbN with queues=4 (the kernel grants at most one per CPU; each
-# granted queue has its own RDMA connection), 4 fio jobs: mixed random writes of 4K..1M, crc32c
-# verified; and the backing file holds the device's bytes.
+# granted queue has its own RDMA connections, two by default), 4 fio jobs: mixed random writes of
+# 4K..1M, crc32c verified; and the backing file holds the device's bytes.
 # shellcheck source=tests/ublk-lib.sh
 . "$(dirname "$0")/ublk-lib.sh"
 
@@ -18,6 +18,6 @@ want=$(($(nproc) < 4 ? $(nproc) : 4))
 [ "$nq" = "$want" ] || fail "$nq hardware queues, expected $want (queues=4, $(nproc) CPUs)"
 ok "fio libaio on $DEV, 4 jobs x QD16 over $nq queues: mixed random writes, crc32c verified"
 conns=$(sessions_of "$T/target.conf" disk0)
-[ "$conns" = "$nq" ] || fail "$conns RDMA connections for $nq queues"
+[ "$conns" = $((2 * nq)) ] || fail "$conns RDMA connections for $nq queues (expected two each)"
 cmp "$DEV" "$T/disk0.img" || fail "the backing file differs from what $DEV shows"
-ok "$conns RDMA connections, one per queue; the backing file's bytes equal $DEV's"
+ok "$conns RDMA connections, two per queue (the default); the backing file's bytes equal $DEV's"

@@ -1,6 +1,6 @@
 /* One ublk queue: its thread fetches requests from /dev/ublkcN through its
  * own io_uring, sends them on its own RDMA connections (asynchronous API;
- * connections=N, default 1), and commits each result together with the
+ * connections=N, default 2), and commits each result together with the
  * next fetch.  Each connection's readiness fd is polled through the same
  * ring, so the thread sleeps in one place for all of them, and reaps only
  * the connections that fired.  A request goes to the connection with the

@@ -34,6 +34,7 @@
 #define UB_MAX_QUEUES   16
 #define UB_MAX_DEPTH    1024
 #define UB_MAX_CONNS    8       /* connections=N: RDMA connections per queue */
+#define UB_DEFAULT_CONNS 2      /* two QPs for rxe/the RNIC to serve side by side */
 
 /* ctrl.c: /dev/ublk-control. */
 struct ub_ctrl {
