@@ -281,8 +281,9 @@ live_conn(struct rb_client *c, struct rb_aio_ctx *x)
 }
 
 /* 1 when a's data may move straight between the target and the caller's
- * registered region (direct.c): a READ, or a WRITE too long to go inline,
- * entirely inside the region.  0 means the copy through the pool. */
+ * registered region (direct.c): a READ or a WRITE entirely inside the
+ * region (an inline WRITE's SEND gathers it: request.c).  0 means the copy
+ * through the pool, or into the send buffer. */
 static int
 direct_ok(struct rb_aio_ctx *x, struct rb_conn *conn, const struct rb_aio *a)
 {
@@ -292,7 +293,7 @@ direct_ok(struct rb_aio_ctx *x, struct rb_conn *conn, const struct rb_aio *a)
 	if (x->region_len == 0 || p < base || p - base > x->region_len ||
 	    a->len > x->region_len - (p - base))
 		return 0;
-	if (a->op != RB_AIO_READ && (a->op != RB_AIO_WRITE || a->len <= conn->exp.inline_max))
+	if (a->op != RB_AIO_READ && a->op != RB_AIO_WRITE)
 		return 0;
 	if (!conn->use_mw) {
 		/* A static MR over the region would let the target reach every

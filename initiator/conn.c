@@ -95,7 +95,7 @@ create_qp(struct rb_conn *conn, char *errbuf)
 	attr.sq_sig_all = 0;
 	attr.cap.max_send_wr = want_send;
 	attr.cap.max_recv_wr = want_recv;
-	attr.cap.max_send_sge = 1;
+	attr.cap.max_send_sge = 2;    /* a direct inline WRITE: header + the caller's bytes */
 	attr.cap.max_recv_sge = 1;
 	want = attr.cap;
 	if (rdma_create_qp(conn->id, conn->pd, &attr) != 0) {

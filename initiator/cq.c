@@ -61,9 +61,23 @@ wake_owner_locked(struct rb_conn *conn, struct rb_slot *s,
 		pthread_cond_signal(&s->cond);
 }
 
+/* Whoever sleeps for s's completion arms the send CQ only while a
+ * LOCAL_INV or a REPLIED slot's SEND is due (rb_conn_arm): one who went
+ * to sleep before that must wake and re-arm, or the completion wakes
+ * nobody.  The sync leader (unless it is self), or the aio reaper of an
+ * asynchronous s (as in wake_owner_locked). */
+static void
+rearm_sleeper_locked(struct rb_conn *conn, const struct rb_slot *s,
+		     const struct rb_slot *self, struct wake *w)
+{
+	if ((conn->leader >= 0 && (self == NULL || conn->leader != (int)self->ctx.index)) ||
+	    (s->aio != NULL && !conn->aio_reaping))
+		w->leader = 1;
+}
+
 /* Record ev for slot s and do what the state machine (slots.c) asks:
  * wake the owner of a DONE slot, post the LOCAL_INV of an INVALIDATING one,
- * count a freed credit. */
+ * have the send CQ armed for a REPLIED one, count a freed credit. */
 static void
 slot_event_locked(struct rb_conn *conn, struct rb_slot *s, enum rb_slot_event ev,
 		  const struct rb_slot *self, struct wake *w)
@@ -77,15 +91,12 @@ slot_event_locked(struct rb_conn *conn, struct rb_slot *s, enum rb_slot_event ev
 			rb_log(RB_LOG_ERROR, "local invalidate: ibv_post_send: %s",
 			       strerror(-r));
 			rb_conn_mark_dead_locked(conn, "cannot invalidate a window");
-		} else if (conn->leader >= 0 &&
-			   (self == NULL || conn->leader != (int)self->ctx.index)) {
-			/* The leader, asleep with only the receive CQ armed,
-			 * must re-arm with the send CQ too, or this
-			 * LOCAL_INV's completion wakes nobody (whoever's slot
-			 * it is). */
-			w->leader = 1;
+		} else {
+			rearm_sleeper_locked(conn, s, self, w);
 		}
 	}
+	if (todo & RB_SLOT_DO_ARM_SEND)
+		rearm_sleeper_locked(conn, s, self, w);
 	if (todo & RB_SLOT_DO_WAKE_OWNER)
 		wake_owner_locked(conn, s, self, w);
 	if (todo & RB_SLOT_DO_CREDIT)

@@ -76,6 +76,7 @@ enum rb_slot_state {
 	RB_SLOT_FREE,         /* on the free list: no WR and no target access */
 	RB_SLOT_POSTED,       /* claimed; SEND posted: waiting for the reply */
 	RB_SLOT_INVALIDATING, /* replied, window still valid: our LOCAL_INV is posted */
+	RB_SLOT_REPLIED,      /* replied; its SEND gathers the caller's bytes, not reaped yet */
 	RB_SLOT_DONE,         /* replied, window invalid: the owner copies out */
 	RB_SLOT_RELEASED,     /* nobody owns it; waits for its SEND completion */
 	RB_SLOT_ORPHANED,     /* the connection died first: resend (or fail) the request */
@@ -96,6 +97,7 @@ enum rb_slot_event {
 #define RB_SLOT_DO_WAKE_OWNER 1u  /* now DONE: wake (or queue, aio) its owner */
 #define RB_SLOT_DO_POST_INV   2u  /* now INVALIDATING: post the LOCAL_INV */
 #define RB_SLOT_DO_CREDIT     4u  /* now FREE and a thread waits on slot_cond */
+#define RB_SLOT_DO_ARM_SEND   8u  /* now REPLIED: its SEND's completion must wake someone */
 
 struct rb_slot {
 	struct rb_wr_ctx    ctx;        /* wr_id of the request SEND */
@@ -103,6 +105,10 @@ struct rb_slot {
 	/* Set when the slot is taken, constant until it is FREE again: */
 	int                 owned;      /* 0: nobody waits for the reply (keepalive NOP) */
 	int                 window;     /* a memory window is bound for this request */
+	/* An inline WRITE whose SEND gathers the caller's bytes (direct)
+	 * instead of a copy: its owner may have them back only after the
+	 * SEND's completion (REPLIED until then). */
+	int                 gather;
 	uint64_t            gen;        /* bumped per use: stale tags miss */
 	uint8_t             opcode;
 	/* Its copy at the target can start no later than post_ns +
@@ -139,13 +145,13 @@ struct rb_slot {
 	int                 bind_access;
 };
 
-/* 1 while the request waits for the target (POSTED or INVALIDATING): not
+/* 1 while the request waits (POSTED, INVALIDATING or REPLIED): not
  * answered yet, as far as its owner is concerned.  Without the lock. */
 static inline int rb_slot_awaiting(const struct rb_slot *s)
 {
 	enum rb_slot_state st = __atomic_load_n(&s->state, __ATOMIC_ACQUIRE);
 
-	return st == RB_SLOT_POSTED || st == RB_SLOT_INVALIDATING;
+	return st == RB_SLOT_POSTED || st == RB_SLOT_INVALIDATING || st == RB_SLOT_REPLIED;
 }
 
 /* 1 when the connection died before the request was answered: its owner
@@ -271,6 +277,7 @@ struct rb_conn {
 	unsigned                    released;   /* slots RELEASED */
 	unsigned                    slot_waiters; /* threads on slot_cond */
 	unsigned                    inv_pending;  /* LOCAL_INVs not yet completed */
+	unsigned                    sends_awaited; /* slots REPLIED */
 	SLIST_HEAD(, rb_slot)       free_slots;
 	int                         dead;
 	int                         disconnect_sent;

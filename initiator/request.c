@@ -27,11 +27,20 @@ int
 rb_post_request(struct rb_conn *conn, struct rb_slot *s, const struct rb_req_info *ri)
 {
 	struct ibv_send_wr wr, bind, *bad;
-	struct ibv_sge sge;
+	struct ibv_sge sge[2];
 	int r;
 
-	rb_conn_send_wr(conn, &wr, &sge, s->send_buf,
+	rb_conn_send_wr(conn, &wr, &sge[0], s->send_buf,
 			rb_request_encode(s->send_buf, ri), &s->ctx);
+	if (s->gather) {
+		/* The header from the send buffer, the data from the caller's
+		 * registered bytes: the wire carries what a copy would. */
+		sge[0].length -= ri->length;
+		sge[1].addr = (uintptr_t)s->direct;
+		sge[1].length = ri->length;
+		sge[1].lkey = conn->direct_mr->lkey;
+		wr.num_sge = 2;
+	}
 	if (s->bind_len == 0)
 		return -ibv_post_send(conn->id->qp, &wr, &bad);
 	/* Bind the slot's window over exactly the request's bytes, on this
@@ -76,8 +85,11 @@ prepare(struct rb_conn *conn, struct rb_slot *s, const struct rb_io *io,
 	ri->length = io->length;
 	if (io->opcode == RB_OP_WRITE && io->length <= conn->exp.inline_max) {
 		ri->flags |= RB_REQ_INLINE;
-		copy_timed(conn, (char *)s->send_buf + sizeof(struct rb_request),
-			   io->wbuf, io->length);
+		if (s->gather)  /* the SEND gathers them (rb_post_request) */
+			s->direct = (void *)(uintptr_t)io->wbuf;
+		else
+			copy_timed(conn, (char *)s->send_buf + sizeof(struct rb_request),
+				   io->wbuf, io->length);
 	} else if (io->opcode == RB_OP_WRITE || io->opcode == RB_OP_READ) {
 		/* Direct: the target moves the caller's own bytes. */
 		s->direct = !io->direct ? NULL : io->opcode == RB_OP_READ ?
@@ -143,6 +155,9 @@ rb_conn_claim_locked(struct rb_conn *conn, struct rb_slot *s, const struct rb_io
 		(io->opcode == RB_OP_WRITE && io->length > conn->exp.inline_max));
 	if (s->window)
 		s->rkey = ibv_inc_rkey(s->rkey);
+	/* A direct inline WRITE: no copy into the send buffer. */
+	s->gather = io->direct && io->opcode == RB_OP_WRITE && io->length > 0 &&
+		io->length <= conn->exp.inline_max;
 }
 
 int

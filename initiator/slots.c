@@ -136,6 +136,7 @@ rb_slot_get_locked(struct rb_conn *conn, int keepalive)
 	s->gen = (s->gen + 1) & ((UINT64_C(1) << (64 - RB_TAG_INDEX_BITS)) - 1);
 	s->owned = !keepalive;
 	s->window = 0;
+	s->gather = 0;
 	s->sent = 0;
 	s->following = 0;
 	s->bind_len = 0;
@@ -195,12 +196,37 @@ to_done_locked(struct rb_conn *conn, struct rb_slot *s)
 	return to_released_locked(conn, s);
 }
 
+/* Replied, and the window (if any) is invalid.  A SEND that gathers the
+ * caller's bytes may still read them until its completion: REPLIED until
+ * then, with the send CQ armed by whoever sleeps (wait.c). */
+static unsigned
+replied_locked(struct rb_conn *conn, struct rb_slot *s)
+{
+	if (!s->gather || s->sent)
+		return to_done_locked(conn, s);
+	set_state(s, RB_SLOT_REPLIED);
+	__atomic_add_fetch(&conn->sends_awaited, 1, __ATOMIC_RELEASE);
+	return RB_SLOT_DO_ARM_SEND;
+}
+
+/* Leaving REPLIED. */
+static void
+unawait_send_locked(struct rb_conn *conn, struct rb_slot *s)
+{
+	if (s->state == RB_SLOT_REPLIED)
+		__atomic_sub_fetch(&conn->sends_awaited, 1, __ATOMIC_RELEASE);
+}
+
 unsigned
 rb_slot_event_locked(struct rb_conn *conn, struct rb_slot *s, enum rb_slot_event ev)
 {
 	switch (ev) {
 	case RB_SLOT_EV_SENT:
 		s->sent = 1;
+		if (s->state == RB_SLOT_REPLIED) {
+			unawait_send_locked(conn, s);
+			return to_done_locked(conn, s);
+		}
 		return s->state == RB_SLOT_RELEASED ? to_free_locked(conn, s) : 0;
 	case RB_SLOT_EV_REPLY:
 		if (s->state != RB_SLOT_POSTED)
@@ -209,11 +235,11 @@ rb_slot_event_locked(struct rb_conn *conn, struct rb_slot *s, enum rb_slot_event
 			set_state(s, RB_SLOT_INVALIDATING);
 			return RB_SLOT_DO_POST_INV;
 		}
-		return to_done_locked(conn, s);
+		return replied_locked(conn, s);
 	case RB_SLOT_EV_REPLY_INV:
-		return s->state == RB_SLOT_POSTED ? to_done_locked(conn, s) : 0;
+		return s->state == RB_SLOT_POSTED ? replied_locked(conn, s) : 0;
 	case RB_SLOT_EV_INVALIDATED:
-		return s->state == RB_SLOT_INVALIDATING ? to_done_locked(conn, s) : 0;
+		return s->state == RB_SLOT_INVALIDATING ? replied_locked(conn, s) : 0;
 	case RB_SLOT_EV_OWNER_DONE:
 		return s->state == RB_SLOT_DONE ? to_released_locked(conn, s) : 0;
 	case RB_SLOT_EV_POST_FAILED:
@@ -222,9 +248,13 @@ rb_slot_event_locked(struct rb_conn *conn, struct rb_slot *s, enum rb_slot_event
 		return s->state == RB_SLOT_POSTED || s->state == RB_SLOT_ORPHANED ?
 			to_free_locked(conn, s) : 0;
 	case RB_SLOT_EV_CONN_DEAD:
-		/* Unanswered: orphaned for good.  A DONE slot keeps its reply. */
-		if (s->state != RB_SLOT_POSTED && s->state != RB_SLOT_INVALIDATING)
+		/* Unanswered: orphaned for good.  A DONE slot keeps its reply.
+		 * A REPLIED one never hears of its flushed SEND: it is resent,
+		 * as a request whose reply was lost would be. */
+		if (s->state != RB_SLOT_POSTED && s->state != RB_SLOT_INVALIDATING &&
+		    s->state != RB_SLOT_REPLIED)
 			return 0;
+		unawait_send_locked(conn, s);
 		set_state(s, RB_SLOT_ORPHANED);
 		return s->owned ? RB_SLOT_DO_WAKE_OWNER : 0;
 	}

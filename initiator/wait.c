@@ -57,9 +57,10 @@ rb_conn_arm(struct rb_conn *conn)
 {
 	if (rb_conn_arm_cq(conn, conn->recv_cq) < 0)
 		return -1;
-	/* A LOCAL_INV completes on the send CQ, which is otherwise never
-	 * armed: send completions wake nobody. */
-	if (__atomic_load_n(&conn->inv_pending, __ATOMIC_ACQUIRE) > 0 &&
+	/* A LOCAL_INV, or the SEND of a REPLIED slot, completes on the send
+	 * CQ, which is otherwise never armed: send completions wake nobody. */
+	if ((__atomic_load_n(&conn->inv_pending, __ATOMIC_ACQUIRE) > 0 ||
+	     __atomic_load_n(&conn->sends_awaited, __ATOMIC_ACQUIRE) > 0) &&
 	    rb_conn_arm_cq(conn, conn->send_cq) < 0)
 		return -1;
 	return 0;

@@ -155,6 +155,38 @@ main(void)
 	CHECK(rb_slot_event_locked(&conn, s, RB_SLOT_EV_CONN_DEAD) == 0);
 	CHECK(s->state == RB_SLOT_DONE);
 
+	/* A SEND that gathers the caller's bytes (direct inline WRITE): the
+	 * reply before its completion leaves it REPLIED (awaiting, the send
+	 * CQ to be armed), and only the completion hands it to its owner. */
+	setup();
+	s = rb_slot_get_locked(&conn, 0);
+	CHECK(!s->gather);
+	s->gather = 1;
+	CHECK(rb_slot_event_locked(&conn, s, RB_SLOT_EV_REPLY) == RB_SLOT_DO_ARM_SEND);
+	CHECK(s->state == RB_SLOT_REPLIED && rb_slot_awaiting(s) && conn.sends_awaited == 1);
+	CHECK(rb_slot_event_locked(&conn, s, RB_SLOT_EV_REPLY) == 0);
+	CHECK(rb_slot_event_locked(&conn, s, RB_SLOT_EV_OWNER_DONE) == 0);
+	CHECK(s->state == RB_SLOT_REPLIED);
+	CHECK(rb_slot_event_locked(&conn, s, RB_SLOT_EV_SENT) == RB_SLOT_DO_WAKE_OWNER);
+	CHECK(s->state == RB_SLOT_DONE && conn.sends_awaited == 0);
+	CHECK(rb_slot_event_locked(&conn, s, RB_SLOT_EV_OWNER_DONE) == 0);
+	CHECK(s->state == RB_SLOT_FREE);
+	/* ... its completion first: DONE with the reply, as any slot */
+	s = rb_slot_get_locked(&conn, 0);
+	CHECK(!s->gather);
+	s->gather = 1;
+	CHECK(rb_slot_event_locked(&conn, s, RB_SLOT_EV_SENT) == 0);
+	CHECK(rb_slot_event_locked(&conn, s, RB_SLOT_EV_REPLY) == RB_SLOT_DO_WAKE_OWNER);
+	CHECK(s->state == RB_SLOT_DONE && conn.sends_awaited == 0);
+	rb_slot_event_locked(&conn, s, RB_SLOT_EV_OWNER_DONE);
+	/* ... and the connection dies while it is REPLIED: its flushed SEND
+	 * never completes, so it is ORPHANED (resent), no longer awaited. */
+	s = rb_slot_get_locked(&conn, 0);
+	s->gather = 1;
+	CHECK(rb_slot_event_locked(&conn, s, RB_SLOT_EV_REPLY) == RB_SLOT_DO_ARM_SEND);
+	CHECK(rb_slot_event_locked(&conn, s, RB_SLOT_EV_CONN_DEAD) == RB_SLOT_DO_WAKE_OWNER);
+	CHECK(s->state == RB_SLOT_ORPHANED && conn.sends_awaited == 0);
+
 	printf("test-initiator-slot: %d checks, %d failed\n", checks, failures);
 	return failures ? 1 : 0;
 }
