@@ -14,15 +14,9 @@ ublk_setup 64M queues=1 queue-depth=32 connections=2
 reqs() {
     sed -n "s/.*: queue 0 connection $2: \([0-9]*\) requests, .*/\1/p" "$LOGS/$1.log" | tail -n 1
 }
-# del_wait NAME: remove $DEV and wait until its server (UBLK_PID) has exited.
-del_wait() {
-    step "del-$1" timeout 120 "$UBLK" del "$DEV" || fail "rdmablk-ublk del $DEV failed"
-    wait_for 30 _gone "$UBLK_PID" || fail "the server (pid $UBLK_PID) did not exit"
-}
-
 step fio-qd1 fio --name=qd1 --filename="$DEV" --allow_file_create=0 --ioengine=libaio --direct=1 \
     --rw=randread --bs=4k --iodepth=1 --size=16M --number_ios=500 || fail "fio at QD1 on $DEV failed"
-del_wait ublk
+ublk_del_wait ublk
 c0=$(reqs ublk 0) c1=$(reqs ublk 1)
 [ -n "$c0" ] && [ -n "$c1" ] || fail "no per-connection counts: $(grep 'queue 0' "$LOGS/ublk.log")"
 [ "$c0" -ge 500 ] && [ "$c1" = 0 ] ||
@@ -35,7 +29,7 @@ step fio-qd32 fio --name=qd32 --filename="$DEV" --allow_file_create=0 --ioengine
     fail "fio at QD32 on $DEV failed"
 grep -q 'err= 0' "$LOGS/fio-qd32.log" || fail "fio at QD32 reported errors"
 step cmp-backing cmp -n $((16 << 20)) "$DEV" "$T/disk0.img" || fail "$DEV and the backing file differ"
-del_wait deep
+ublk_del_wait deep
 c0=$(reqs deep 0) c1=$(reqs deep 1)
 [ -n "$c0" ] && [ -n "$c1" ] || fail "no per-connection counts: $(grep 'queue 0' "$LOGS/deep.log")"
 [ "$c0" -ge 100 ] && [ "$c1" -ge 100 ] ||

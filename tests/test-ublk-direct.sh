@@ -16,11 +16,6 @@ ublk_setup 64M queues=2
 
 # copied NAME: the bytes the library copied, summed over the exit lines in NAME.log.
 copied() { ublk_exit_sum "$LOGS/$1.log" copied; }
-# del_wait NAME: remove $DEV and wait until its server (UBLK_PID) has exited.
-del_wait() {
-    step "del-$1" timeout 120 "$UBLK" del "$DEV" || fail "rdmablk-ublk del $DEV failed"
-    wait_for 30 _gone "$UBLK_PID" || fail "the server (pid $UBLK_PID) did not exit"
-}
 
 head -c 16M /dev/urandom >"$T/src"
 step w1m dd if="$T/src" of="$DEV" bs=1M count=8 oflag=direct conv=notrunc ||
@@ -42,14 +37,14 @@ got=$(dd if="$DEV" bs=1M count=16 iflag=direct 2>/dev/null | sha256sum | cut -d'
 got=$(head -c 16M "$T/disk0.img" | sha256sum | cut -d' ' -f1)
 [ "$got" = "$want" ] || fail "the backing file holds $got, wrote $want"
 ok "16 MiB written in 1 MiB, 64 KiB and 4 KiB pieces, read back with 4k..1M: data verified, backing file equal"
-del_wait ublk
+ublk_del_wait ublk
 n=$(copied ublk)
 [ "$n" = 0 ] || fail "the library copied $n bytes (want 0): $(grep 'bytes copied' "$LOGS/ublk.log")"
 ok "the library copied 0 bytes: $(grep -c 'bytes copied by the library' "$LOGS/ublk.log") queue(s)"
 
 ublk_add ublk2 hostname="$RDMABLK_ADDR" export=disk0 queues=1 mr=static
 step w4k-static dd if="$T/src" of="$DEV" bs=4k count=1 oflag=direct conv=notrunc || fail "4 KiB write failed"
-del_wait ublk2
+ublk_del_wait ublk2
 n=$(copied ublk2)
 [ "$n" != none ] && [ "$n" -ge 4096 ] ||
     fail "control: a 4 KiB inline write with mr=static reported $n bytes copied, want 4096 or more"

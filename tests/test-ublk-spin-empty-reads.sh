@@ -15,8 +15,7 @@ for qd in 1 8; do
         --direct=1 --rw=randread --bs=4k --iodepth="$qd" --size=32M --number_ios=2000 ||
         fail "fio QD$qd reads on $DEV failed"
 done
-step del timeout 120 "$UBLK" del "$DEV" || fail "rdmablk-ublk del $DEV failed"
-wait_for 30 _gone "$UBLK_PID" || fail "the server (pid $UBLK_PID) did not exit"
+ublk_del_wait ublk
 reqs=$(ublk_exit_sum "$LOGS/ublk.log" requests)
 empty=$(ublk_exit_sum "$LOGS/ublk.log" empty)
 [ "$reqs" != none ] && [ "$reqs" -ge 4000 ] ||

@@ -22,8 +22,7 @@ got=$(dd if="$DEV" bs=1M count=8 iflag=direct 2>/dev/null | sha256sum | cut -d' 
 [ "$got" = "$want" ] || fail "reading back 8 MiB: checksum $got, wrote $want"
 ok "mr=static: 8 MiB written and read back in 1 MiB requests, data verified"
 
-step del timeout 120 "$UBLK" del "$DEV" || fail "rdmablk-ublk del $DEV failed"
-wait_for 30 _gone "$UBLK_PID" || fail "the server (pid $UBLK_PID) did not exit"
+ublk_del_wait ublk
 n=$(ublk_exit_sum "$LOGS/ublk.log" copied)
 [ "$n" != none ] || fail "no exit line with the bytes copied: $(tail -n 3 "$LOGS/ublk.log")"
 [ "$n" -ge $((16 << 20)) ] ||
