@@ -329,6 +329,10 @@ pump(struct rb_client *c, struct rb_aio_ctx *x)
 		a = x->pending.head;
 		to_io(a, &io);
 		io.direct = direct_ok(x, conn, a);
+		if (rb_io_uses_pool(conn, &io) && rb_slots_pool_ready(conn) < 0) {
+			finished(x, pop(&x->pending), -ENOMEM);
+			continue;
+		}
 		pthread_mutex_lock(&conn->lock);
 		s = conn->dead ? NULL : rb_slot_get_locked(conn, 0);
 		if (s == NULL) {

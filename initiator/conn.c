@@ -183,6 +183,7 @@ conn_destroy(struct rb_conn *conn)
 	if (conn->wake_fd >= 0)
 		close(conn->wake_fd);
 	pthread_cond_destroy(&conn->slot_cond);
+	pthread_mutex_destroy(&conn->pool_lock);
 	pthread_mutex_destroy(&conn->lock);
 	free(conn);
 	if (rb_now_ns() - t0 > 1000000000u)
@@ -219,6 +220,7 @@ rb_conn_create(const struct rb_conn_cfg *cfg, int list_only, uint64_t deadline_n
 	conn->nrecv = cfg->queue_depth + 1;
 	conn->nsend_bufs = cfg->queue_depth + 1;
 	pthread_mutex_init(&conn->lock, NULL);
+	pthread_mutex_init(&conn->pool_lock, NULL);
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&conn->slot_cond, &ca);

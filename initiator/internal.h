@@ -33,6 +33,8 @@ struct rb_region {
 	size_t         size;
 	struct ibv_mr *mr;
 };
+int  rb_region_map(struct rb_region *r, size_t size, char *errbuf);
+int  rb_region_register(struct rb_region *r, struct ibv_pd *pd, int access, char *errbuf);
 int  rb_region_create(struct rb_region *r, struct ibv_pd *pd, size_t size,
 		      int access, char *errbuf);
 void rb_region_destroy(struct rb_region *r);
@@ -248,7 +250,12 @@ struct rb_conn {
 	struct rb_region            send;       /* nsend_bufs x RB_MSG_BUF_SIZE */
 	unsigned                    nsend_bufs; /* wanted + 1; the last is control */
 	struct rb_wr_ctx            ctrl_ctx;
-	struct rb_region            data;       /* nslots x max_io */
+	/* nslots x max_io, mapped with the slots and registered by the first
+	 * request that needs it (rb_slots_pool_ready): direct requests never
+	 * do.  pool_ready is set, under pool_lock, once data.mr is valid. */
+	struct rb_region            data;
+	pthread_mutex_t             pool_lock;
+	int                         pool_ready;
 	/* direct.c: the aio caller's registered region, the aio thread's
 	 * alone; fenced (deregistered) once the connection died with direct
 	 * requests posted. */
@@ -363,6 +370,7 @@ int  rb_handshake_list(struct rb_conn *conn, uint64_t deadline_ns,
 
 /* slots.c: the data pool and slot table (sized from the granted depth). */
 int  rb_slots_create(struct rb_conn *conn, char *errbuf);
+int  rb_slots_pool_ready(struct rb_conn *conn);
 /* Deallocate every window (revoking its key); how many could not be. */
 unsigned rb_slots_revoke(struct rb_conn *conn);
 void rb_slots_destroy(struct rb_conn *conn);
@@ -435,6 +443,7 @@ int  rb_post_request(struct rb_conn *conn, struct rb_slot *s,
 /* 0, a negative errno (final), or -EAGAIN: the connection died before a
  * reply arrived, so the request may be resent on a new connection. */
 int rb_conn_request(struct rb_conn *conn, struct rb_io *io, uint64_t deadline_ns);
+int rb_io_uses_pool(const struct rb_conn *conn, const struct rb_io *io);
 /* The two halves of rb_conn_request, for aio.c.  Under conn->lock, slot s
  * just taken with rb_slot_get_locked: make it POSTED for io. */
 void rb_conn_claim_locked(struct rb_conn *conn, struct rb_slot *s,

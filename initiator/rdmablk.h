@@ -132,6 +132,7 @@ struct rb_stats {
 	uint64_t follower_wakes;   /* a waiting follower was woken by a condvar */
 	uint64_t handoffs;         /* leadership passed to a follower */
 	uint64_t empty_event_reads; /* reads of an armed CQ's channel that found no event */
+	uint64_t pool_bytes;       /* request pool registered, summed over connections */
 };
 
 /* I/O flags. */

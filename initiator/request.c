@@ -105,8 +105,19 @@ prepare(struct rb_conn *conn, struct rb_slot *s, const struct rb_io *io,
 				IBV_ACCESS_REMOTE_WRITE : IBV_ACCESS_REMOTE_READ;
 		}
 		ri->addr = (uintptr_t)(s->direct != NULL ? s->direct : s->data);
-		ri->rkey = s->rkey;     /* direct: a window (direct.c) */
+		/* A window (always for direct: direct.c), or the pool's key. */
+		ri->rkey = conn->use_mw ? s->rkey : conn->data.mr->rkey;
 	}
+}
+
+/* 1 when io's data moves through a slot's pool buffer (prepare): the pool
+ * must be registered (rb_slots_pool_ready) before its slot is claimed. */
+int
+rb_io_uses_pool(const struct rb_conn *conn, const struct rb_io *io)
+{
+	if (io->opcode == RB_OP_WRITE && io->length <= conn->exp.inline_max)
+		return 0;
+	return (io->opcode == RB_OP_READ || io->opcode == RB_OP_WRITE) && !io->direct;
 }
 
 /* Under the lock, no credit free.  Slots RELEASED (waiting for a SEND
@@ -267,6 +278,8 @@ rb_conn_request(struct rb_conn *conn, struct rb_io *io, uint64_t deadline_ns)
 	int r;
 
 	io->deadline_ns = deadline_ns;
+	if (rb_io_uses_pool(conn, io) && rb_slots_pool_ready(conn) < 0)
+		return -ENOMEM;
 	pthread_mutex_lock(&conn->lock);
 	while (!conn->dead && (s = rb_slot_get_locked(conn, 0)) == NULL) {
 		if (wait_for_credit_locked(conn, deadline_ns) < 0) {

@@ -1,5 +1,6 @@
-/* Request slots and the pre-registered data pool, sized from the granted
- * queue depth and max-io.  Each slot owns one max-io data buffer. */
+/* Request slots and the data pool, sized from the granted queue depth and
+ * max-io.  Each slot owns one max-io data buffer.  The pool is registered
+ * (pinned) only once a request needs it: direct requests never do. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,13 +14,8 @@ rb_slots_create(struct rb_conn *conn, char *errbuf)
 	pthread_condattr_t ca;
 	int r;
 
-	/* The target RDMA WRITEs read data into these buffers and RDMA READs
-	 * write data out of them.  The key is scoped to this connection's PD;
-	 * s->rkey is where a per-request memory window key would go. */
-	r = rb_region_create(&conn->data, conn->pd, (size_t)n * conn->exp.max_io,
-			     conn->use_mw ? IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_MW_BIND :
-			     IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
-			     IBV_ACCESS_REMOTE_READ, errbuf);
+	/* Mapped only: rb_slots_pool_ready registers it. */
+	r = rb_region_map(&conn->data, (size_t)n * conn->exp.max_io, errbuf);
 	if (r < 0)
 		return r;
 	conn->slots = calloc(n, sizeof(*conn->slots));
@@ -38,7 +34,6 @@ rb_slots_create(struct rb_conn *conn, char *errbuf)
 		pthread_cond_init(&s->cond, &ca);
 		s->send_buf = (char *)conn->send.base + (size_t)i * RB_MSG_BUF_SIZE;
 		s->data = (char *)conn->data.base + (size_t)i * conn->exp.max_io;
-		s->rkey = conn->data.mr->rkey;
 		s->bind_ctx.kind = RB_WR_BIND;
 		s->bind_ctx.index = i;
 		s->inv_ctx.kind = RB_WR_LOCAL_INV;
@@ -63,6 +58,39 @@ rb_slots_create(struct rb_conn *conn, char *errbuf)
 	/* One credit stays free for keepalive NOPs when there is more than one. */
 	conn->data_credits = n > 1 && conn->cfg.keepalive_ns ? n - 1 : n;
 	return 0;
+}
+
+/* Before a request that moves data through the pool is claimed: 0 once
+ * the pool is registered, or -errno (logged) when it cannot be.  The
+ * target RDMA WRITEs read data into its buffers and RDMA READs write data
+ * out of them: with mr=window only through a window bound per request
+ * (the MR itself has no remote access), with mr=static through the MR's
+ * key, scoped to this connection's PD. */
+int
+rb_slots_pool_ready(struct rb_conn *conn)
+{
+	char err[RB_ERRBUF];
+	int r = 0;
+
+	if (__atomic_load_n(&conn->pool_ready, __ATOMIC_ACQUIRE))
+		return 0;
+	pthread_mutex_lock(&conn->pool_lock);
+	if (!conn->pool_ready) {
+		r = rb_region_register(&conn->data, conn->pd, conn->use_mw ?
+				       IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_MW_BIND :
+				       IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+				       IBV_ACCESS_REMOTE_READ, err);
+		if (r < 0) {
+			rb_log(RB_LOG_ERROR, "%s:%u: the request pool: %s", conn->cfg.host,
+			       conn->cfg.port, err);
+		} else {
+			__atomic_add_fetch(&conn->cfg.stats->pool_bytes, conn->data.size,
+					   __ATOMIC_RELAXED);
+			__atomic_store_n(&conn->pool_ready, 1, __ATOMIC_RELEASE);
+		}
+	}
+	pthread_mutex_unlock(&conn->pool_lock);
+	return r;
 }
 
 /* Before the QP is destroyed: a bound type-2 window holds a reference on
