@@ -13,11 +13,11 @@ rb_spin_sample(struct rb_spin *s, uint64_t rtt_ns)
 }
 
 uint64_t
-rb_spin_budget_ns(const struct rb_spin *s, unsigned outstanding)
+rb_spin_budget_ns(const struct rb_spin *s, unsigned outstanding, unsigned round_trips)
 {
 	if (outstanding == 0 || outstanding > RB_SPIN_MAX_OUT)
 		return 0;
 	if (s->samples == 0 || s->mean_ns > RB_SPIN_RTT_MAX_NS)
 		return 0;
-	return 2 * s->mean_ns;
+	return round_trips * s->mean_ns;
 }

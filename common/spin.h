@@ -2,7 +2,7 @@
  * completion queue before it arms it and sleeps.  A sleep costs a
  * wake-up and the arming's syscalls (on rxe also the completion
  * channel's read); a spin costs the CPU it burns.  So spin for a bounded
- * time, from the round trips measured: about two mean round trips, and
+ * time, from the round trips measured: a few mean round trips, and
  * only while few requests are out (a deep queue brings completions
  * without waiting, and its CPUs are better left to the work) and the
  * round trip is short (a slow backing store is not worth a spinning CPU).
@@ -18,6 +18,10 @@
  * loaded remote cluster's.  (An RDMA round trip to a page cache or flash
  * is 10-200 us on hardware, 1-3 ms under this project's emulated rxe.) */
 #define RB_SPIN_RTT_MAX_NS   (10u * 1000 * 1000)
+/* The spin's budget, in mean round trips, for the library's own waits
+ * (the plugin's threads); rdmablk-ublk's queue thread spins longer
+ * (UB_SPIN_ROUND_TRIPS, docs/performance.md). */
+#define RB_SPIN_ROUND_TRIPS  2u
 /* Spin only while at most this many requests are outstanding. */
 #define RB_SPIN_MAX_OUT      1u
 
@@ -29,7 +33,9 @@ struct rb_spin {
 /* One reply came rtt_ns after its request was sent. */
 void rb_spin_sample(struct rb_spin *s, uint64_t rtt_ns);
 /* How long, from the send of the newest request, to spin with
- * outstanding requests out: 0 means sleep now. */
-uint64_t rb_spin_budget_ns(const struct rb_spin *s, unsigned outstanding);
+ * outstanding requests out, at most round_trips mean round trips: 0 means
+ * sleep now. */
+uint64_t rb_spin_budget_ns(const struct rb_spin *s, unsigned outstanding,
+			   unsigned round_trips);
 
 #endif

@@ -150,7 +150,7 @@ spin_until_locked(const struct rb_conn *conn, const struct rb_slot *s, int *lone
 		return UINT64_MAX;
 	case RB_BUSY_POLL_ADAPTIVE:
 		*lone = conn->inflight == 1;
-		budget = rb_spin_budget_ns(&conn->spin, conn->inflight);
+		budget = rb_spin_budget_ns(&conn->spin, conn->inflight, RB_SPIN_ROUND_TRIPS);
 		return budget == 0 ? 0 : s->post_ns + budget;
 	default:
 		return 0;

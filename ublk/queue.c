@@ -8,7 +8,7 @@
  * first, and a deep queue spreads over them.  With busy-poll=yes it does
  * not sleep while a reply is due: it polls the CQs (the library then
  * never arms them).  With busy-poll=adaptive (the default) it polls them
- * for about two round trips while one request is out (common/spin.h),
+ * for about four round trips while one request is out (common/spin.h),
  * and arms them only when it is about to sleep.
  *
  * Per tag:  FETCHING --request--> AT_TARGET --reaped--> FETCHING (COMMIT_AND_FETCH)
@@ -333,7 +333,7 @@ static int
 spin_now(const struct ub_queue *q, unsigned n)
 {
 	return q->dev->opts.busy_poll == RB_BUSY_POLL_ADAPTIVE &&
-	       rb_now_ns() - q->sent_ns < rb_spin_budget_ns(&q->spin, n);
+	       rb_now_ns() - q->sent_ns < rb_spin_budget_ns(&q->spin, n, UB_SPIN_ROUND_TRIPS);
 }
 
 /* A reaped request: its result goes back with the next fetch. */

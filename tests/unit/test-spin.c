@@ -14,12 +14,12 @@ main(void)
 	struct rb_spin s = { 0 };
 	unsigned i;
 
-	CHECK(rb_spin_budget_ns(&s, 1) == 0);           /* nothing measured yet */
+	CHECK(rb_spin_budget_ns(&s, 1, RB_SPIN_ROUND_TRIPS) == 0);           /* nothing measured yet */
 	rb_spin_sample(&s, 100000);                     /* 100 us */
 	CHECK(s.mean_ns == 100000);
-	CHECK(rb_spin_budget_ns(&s, 1) == 200000);
-	CHECK(rb_spin_budget_ns(&s, 0) == 0);           /* no reply due */
-	CHECK(rb_spin_budget_ns(&s, RB_SPIN_MAX_OUT + 1) == 0);   /* a deep queue sleeps */
+	CHECK(rb_spin_budget_ns(&s, 1, RB_SPIN_ROUND_TRIPS) == RB_SPIN_ROUND_TRIPS * 100000);
+	CHECK(rb_spin_budget_ns(&s, 0, RB_SPIN_ROUND_TRIPS) == 0);           /* no reply due */
+	CHECK(rb_spin_budget_ns(&s, RB_SPIN_MAX_OUT + 1, RB_SPIN_ROUND_TRIPS) == 0);   /* a deep queue sleeps */
 
 	rb_spin_sample(&s, 900000);                     /* a slow one moves it by 1/8 */
 	CHECK(s.mean_ns == 200000);
@@ -31,11 +31,12 @@ main(void)
 	for (i = 0; i < 64; i++)
 		rb_spin_sample(&s, 20000000);
 	CHECK(s.mean_ns > RB_SPIN_RTT_MAX_NS);
-	CHECK(rb_spin_budget_ns(&s, 1) == 0);
+	CHECK(rb_spin_budget_ns(&s, 1, RB_SPIN_ROUND_TRIPS) == 0);
 	for (i = 0; i < 64; i++)
 		rb_spin_sample(&s, 50000);
 	CHECK(s.mean_ns < 100000);
-	CHECK(rb_spin_budget_ns(&s, 1) == 2 * s.mean_ns);
+	CHECK(rb_spin_budget_ns(&s, 1, RB_SPIN_ROUND_TRIPS) == RB_SPIN_ROUND_TRIPS * s.mean_ns);
+	CHECK(rb_spin_budget_ns(&s, 1, 4) == 4 * s.mean_ns);   /* rdmablk-ublk's */
 
 	printf("test-spin: %d checks, %d failed\n", checks, failures);
 	return failures != 0;
