@@ -252,7 +252,8 @@ struct rb_conn {
 	struct rb_wr_ctx            ctrl_ctx;
 	/* nslots x max_io, mapped with the slots and registered by the first
 	 * request that needs it (rb_slots_pool_ready): direct requests never
-	 * do.  pool_ready is set, under pool_lock, once data.mr is valid. */
+	 * do.  pool_ready, set under pool_lock: 1 once data.mr is valid, -1
+	 * once its registration failed (not tried again), 0 before. */
 	struct rb_region            data;
 	pthread_mutex_t             pool_lock;
 	int                         pool_ready;

@@ -61,7 +61,10 @@ rb_slots_create(struct rb_conn *conn, char *errbuf)
 }
 
 /* Before a request that moves data through the pool is claimed: 0 once
- * the pool is registered, or -errno (logged) when it cannot be.  The
+ * the pool is registered, or -ENOMEM when it cannot be.  A registration
+ * that failed is logged once and not tried again on this connection: each
+ * try pins and unpins the pages it got, and a limit (ulimit -l) does not
+ * move while the connection lives.  The
  * target RDMA WRITEs read data into its buffers and RDMA READs write data
  * out of them: with mr=window only through a window bound per request
  * (the MR itself has no remote access), with mr=static through the MR's
@@ -70,27 +73,28 @@ int
 rb_slots_pool_ready(struct rb_conn *conn)
 {
 	char err[RB_ERRBUF];
-	int r = 0;
+	int ready;
 
-	if (__atomic_load_n(&conn->pool_ready, __ATOMIC_ACQUIRE))
+	if (__atomic_load_n(&conn->pool_ready, __ATOMIC_ACQUIRE) == 1)
 		return 0;
 	pthread_mutex_lock(&conn->pool_lock);
-	if (!conn->pool_ready) {
-		r = rb_region_register(&conn->data, conn->pd, conn->use_mw ?
+	if (conn->pool_ready == 0) {
+		if (rb_region_register(&conn->data, conn->pd, conn->use_mw ?
 				       IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_MW_BIND :
 				       IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
-				       IBV_ACCESS_REMOTE_READ, err);
-		if (r < 0) {
-			rb_log(RB_LOG_ERROR, "%s:%u: the request pool: %s", conn->cfg.host,
-			       conn->cfg.port, err);
+				       IBV_ACCESS_REMOTE_READ, err) < 0) {
+			rb_log(RB_LOG_ERROR, "%s:%u: the request pool: %s; requests that "
+			       "need it fail with ENOMEM", conn->cfg.host, conn->cfg.port, err);
+			__atomic_store_n(&conn->pool_ready, -1, __ATOMIC_RELEASE);
 		} else {
 			__atomic_add_fetch(&conn->cfg.stats->pool_bytes, conn->data.size,
 					   __ATOMIC_RELAXED);
 			__atomic_store_n(&conn->pool_ready, 1, __ATOMIC_RELEASE);
 		}
 	}
+	ready = conn->pool_ready;
 	pthread_mutex_unlock(&conn->pool_lock);
-	return r;
+	return ready == 1 ? 0 : -ENOMEM;
 }
 
 /* Before the QP is destroyed: a bound type-2 window holds a reference on
