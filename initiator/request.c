@@ -69,6 +69,22 @@ rb_post_request(struct rb_conn *conn, struct rb_slot *s, const struct rb_req_inf
 	return -r;
 }
 
+/* A WRITE small enough to travel in its request SEND. */
+static int
+io_inline(const struct rb_conn *conn, const struct rb_io *io)
+{
+	return io->opcode == RB_OP_WRITE && io->length <= conn->exp.inline_max;
+}
+
+/* 1 when io's data moves through a slot's pool buffer (prepare): the pool
+ * must be registered (rb_slots_pool_ready) before its slot is claimed. */
+int
+rb_io_uses_pool(const struct rb_conn *conn, const struct rb_io *io)
+{
+	return (io->opcode == RB_OP_READ || io->opcode == RB_OP_WRITE) &&
+	       !io_inline(conn, io) && !io->direct;
+}
+
 /* Fill the wire request; WRITE data goes inline when it is small enough,
  * otherwise into the slot's pool buffer for the target to RDMA READ (or,
  * direct, stays in the caller's registered memory: direct.c). */
@@ -83,7 +99,7 @@ prepare(struct rb_conn *conn, struct rb_slot *s, const struct rb_io *io,
 	ri->tag = rb_tag(s->ctx.index, s->gen);
 	ri->offset = io->offset;
 	ri->length = io->length;
-	if (io->opcode == RB_OP_WRITE && io->length <= conn->exp.inline_max) {
+	if (io_inline(conn, io)) {
 		ri->flags |= RB_REQ_INLINE;
 		if (s->gather)  /* the SEND gathers them (rb_post_request) */
 			s->direct = (void *)(uintptr_t)io->wbuf;
@@ -91,8 +107,9 @@ prepare(struct rb_conn *conn, struct rb_slot *s, const struct rb_io *io,
 			copy_timed(conn, (char *)s->send_buf + sizeof(struct rb_request),
 				   io->wbuf, io->length);
 	} else if (io->opcode == RB_OP_WRITE || io->opcode == RB_OP_READ) {
-		/* Direct: the target moves the caller's own bytes. */
-		s->direct = !io->direct ? NULL : io->opcode == RB_OP_READ ?
+		/* Direct: the target moves the caller's own bytes.  The
+		 * pool's branch is rb_io_uses_pool's, which registered it. */
+		s->direct = rb_io_uses_pool(conn, io) ? NULL : io->opcode == RB_OP_READ ?
 			io->rbuf : (void *)(uintptr_t)io->wbuf;
 		if (io->opcode == RB_OP_WRITE && s->direct == NULL)
 			copy_timed(conn, s->data, io->wbuf, io->length);
@@ -108,16 +125,6 @@ prepare(struct rb_conn *conn, struct rb_slot *s, const struct rb_io *io,
 		/* A window (always for direct: direct.c), or the pool's key. */
 		ri->rkey = conn->use_mw ? s->rkey : conn->data.mr->rkey;
 	}
-}
-
-/* 1 when io's data moves through a slot's pool buffer (prepare): the pool
- * must be registered (rb_slots_pool_ready) before its slot is claimed. */
-int
-rb_io_uses_pool(const struct rb_conn *conn, const struct rb_io *io)
-{
-	if (io->opcode == RB_OP_WRITE && io->length <= conn->exp.inline_max)
-		return 0;
-	return (io->opcode == RB_OP_READ || io->opcode == RB_OP_WRITE) && !io->direct;
 }
 
 /* Under the lock, no credit free.  Slots RELEASED (waiting for a SEND
@@ -163,12 +170,11 @@ rb_conn_claim_locked(struct rb_conn *conn, struct rb_slot *s, const struct rb_io
 	/* Set under the lock, before posting: whoever reaps the reply reads
 	 * them under the lock too.  A fresh window key per request. */
 	s->window = conn->use_mw && (io->opcode == RB_OP_READ ||
-		(io->opcode == RB_OP_WRITE && io->length > conn->exp.inline_max));
+		(io->opcode == RB_OP_WRITE && !io_inline(conn, io)));
 	if (s->window)
 		s->rkey = ibv_inc_rkey(s->rkey);
 	/* A direct inline WRITE: no copy into the send buffer. */
-	s->gather = io->direct && io->opcode == RB_OP_WRITE && io->length > 0 &&
-		io->length <= conn->exp.inline_max;
+	s->gather = io->direct && io->length > 0 && io_inline(conn, io);
 }
 
 int
