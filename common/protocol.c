@@ -315,7 +315,7 @@ rb_request_encode(void *buf, const struct rb_req_info *r)
 	struct rb_request *m = buf;
 	size_t len = sizeof(*m);
 
-	if (r->flags & RB_REQ_INLINE)
+	if ((r->flags & RB_REQ_INLINE) && r->opcode == RB_OP_WRITE)
 		len += r->length;
 	memset(m, 0, sizeof(*m));
 	hdr_put(m, RB_MSG_REQUEST, len);
@@ -357,9 +357,15 @@ rb_request_decode(const void *buf, size_t len, struct rb_req_info *r,
 		WHY("unknown request flags");
 		return -EINVAL;
 	}
-	if (r->flags & RB_REQ_INLINE) {
+	if ((r->flags & RB_REQ_INLINE) && r->opcode == RB_OP_READ) {
+		/* Its data comes back in the reply: nothing follows here. */
+		if (len != sizeof(*m)) {
+			WHY("trailing bytes after an inline READ");
+			return -EBADMSG;
+		}
+	} else if (r->flags & RB_REQ_INLINE) {
 		if (r->opcode != RB_OP_WRITE) {
-			WHY("inline data on a request that is not a WRITE");
+			WHY("inline data on a request that is not a READ or WRITE");
 			return -EINVAL;
 		}
 		if (len - sizeof(*m) != r->length) {
@@ -394,8 +400,20 @@ rb_request_validate(const struct rb_req_info *r, const struct rb_req_limits *lim
 		}
 		return lim->read_only ? RB_EPERM : RB_OK;
 	case RB_OP_READ:
-		if (r->flags != 0) {
-			WHY("READ with flags");
+		if ((r->flags & ~RB_REQ_INLINE) != 0) {
+			WHY("READ with flags other than INLINE");
+			return RB_EINVAL;
+		}
+		if ((r->flags & RB_REQ_INLINE) && !lim->read_inline) {
+			WHY("inline READ on a connection that was not granted READ_INLINE");
+			return RB_EINVAL;
+		}
+		if ((r->flags & RB_REQ_INLINE) && r->length > RB_READ_INLINE_MAX) {
+			WHY("inline READ larger than RB_READ_INLINE_MAX");
+			return RB_EINVAL;
+		}
+		if ((r->flags & RB_REQ_INLINE) && has_buffer) {
+			WHY("inline READ carries an rkey or addr");
 			return RB_EINVAL;
 		}
 		break;
@@ -483,19 +501,61 @@ rb_reply_extents_encode(void *buf, const struct rb_rep_info *r, unsigned nextent
 	return len;
 }
 
+size_t
+rb_reply_data_encode(void *buf, const struct rb_rep_info *r, uint32_t data_len)
+{
+	struct rb_reply *m = buf;
+	size_t len = rb_reply_encode(buf, r) + data_len;
+
+	m->flags |= RB_REP_DATA;
+	hdr_put(buf, RB_MSG_REPLY, len);
+	return len;
+}
+
 int
 rb_reply_decode(const void *buf, size_t len, struct rb_rep_info *r,
 		const char **why)
 {
 	const struct rb_reply *m = buf;
 	size_t max = sizeof(*m) + RB_EXTENTS_MAX * sizeof(struct rb_extent);
-	int rc = hdr_check(buf, len, RB_MSG_REPLY, sizeof(*m), max, why);
+	int rc;
 
+	if (max < sizeof(*m) + RB_READ_INLINE_MAX)
+		max = sizeof(*m) + RB_READ_INLINE_MAX;
+	rc = hdr_check(buf, len, RB_MSG_REPLY, sizeof(*m), max, why);
 	if (rc < 0)
 		return rc;
 	if (m->reserved0 != 0) {
 		WHY("reserved reply field is not zero");
 		return -EPROTO;
+	}
+	r->data_len = 0;
+	r->data = NULL;
+	if (m->flags & RB_REP_DATA) {
+		r->flags = m->flags;
+		r->error = le16toh(m->error);
+		r->tag = le64toh(m->tag);
+		r->nextents = 0;
+		r->extents = NULL;
+		if (r->flags & ~RB_REP_FLAGS_ALL) {
+			WHY("unknown reply flags");
+			return -EINVAL;
+		}
+		if (r->error != RB_OK || (r->flags & RB_REP_DURABLE)) {
+			WHY("a reply with data is a failure or claims durability");
+			return -EINVAL;
+		}
+		if (len == sizeof(*m) || len - sizeof(*m) > RB_READ_INLINE_MAX) {
+			WHY("a reply with data carries none, or more than a READ may inline");
+			return -EBADMSG;
+		}
+		r->data_len = (uint32_t)(len - sizeof(*m));
+		r->data = (const char *)buf + sizeof(*m);
+		return 0;
+	}
+	if (len - sizeof(*m) > RB_EXTENTS_MAX * sizeof(struct rb_extent)) {
+		WHY("a reply without data carries more than its extents");
+		return -EBADMSG;
 	}
 	if ((len - sizeof(*m)) % sizeof(struct rb_extent) != 0) {
 		WHY("reply payload is not a whole number of extents");

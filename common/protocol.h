@@ -41,6 +41,8 @@
 #define RB_CTRL_MSG_MAX     4096
 /* The largest inline payload a target may grant. */
 #define RB_INLINE_MAX       4096
+/* The largest READ whose data may come back in its reply. */
+#define RB_READ_INLINE_MAX  4096
 /* The largest message either side sends, and so the size of every message
  * buffer, receive and send, on both sides: a message larger than this is a
  * protocol violation. */
@@ -76,13 +78,17 @@ enum rb_opcode {
 
 /* Request flags. */
 #define RB_REQ_FUA        0x0001u  /* WRITE/WRITE_ZEROES/TRIM: durable before reply */
-#define RB_REQ_INLINE     0x0002u  /* WRITE: the data follows the header in the SEND */
+#define RB_REQ_INLINE     0x0002u  /* WRITE: the data follows the header in the SEND;
+				    * READ (RB_EXP_READ_INLINE granted): the data
+				    * comes back in the reply, no rkey is given */
 #define RB_REQ_NO_HOLE    0x0004u  /* WRITE_ZEROES: must allocate, do not punch */
 #define RB_REQ_FLAGS_ALL  (RB_REQ_FUA | RB_REQ_INLINE | RB_REQ_NO_HOLE)
 
 /* Reply flags. */
 #define RB_REP_DURABLE    0x01u    /* see docs/protocol.md "The durable bit" */
-#define RB_REP_FLAGS_ALL  RB_REP_DURABLE
+#define RB_REP_DATA       0x02u    /* the reply to an inline READ: its data
+				    * follows the struct rb_reply */
+#define RB_REP_FLAGS_ALL  (RB_REP_DURABLE | RB_REP_DATA)
 
 /* Export feature flags, in the HELLO_REPLY. */
 #define RB_EXP_READ_ONLY   0x0001u
@@ -100,7 +106,12 @@ enum rb_opcode {
 				     * starts the backing I/O of a request more
 				     * than ttl seconds after it arrived */
 #define RB_EXP_EXTENTS     0x0400u  /* the target answers BLOCK_STATUS */
-#define RB_EXP_FLAGS_ALL   0x07ffu
+#define RB_EXP_READ_INLINE 0x0800u  /* granted only to a HELLO with
+				     * RB_HELLO_READ_INLINE: a READ of at most
+				     * RB_READ_INLINE_MAX bytes may carry
+				     * RB_REQ_INLINE, and its data comes back in
+				     * the reply (RB_REP_DATA) */
+#define RB_EXP_FLAGS_ALL   0x0fffu
 
 /* HELLO flags (initiator wishes). */
 #define RB_HELLO_SEND_INV   0x0001u /* reply SENDs may invalidate the request rkey */
@@ -108,7 +119,9 @@ enum rb_opcode {
  * QPNs, common/auth.h).  Every initiator since it sets it; a target refuses
  * a HELLO without it for an export that needs a secret (EPROTO). */
 #define RB_HELLO_AUTH_BIND  0x0002u
-#define RB_HELLO_FLAGS_ALL  (RB_HELLO_SEND_INV | RB_HELLO_AUTH_BIND)
+/* The initiator takes a small READ's data in the reply SEND. */
+#define RB_HELLO_READ_INLINE 0x0004u
+#define RB_HELLO_FLAGS_ALL  (RB_HELLO_SEND_INV | RB_HELLO_AUTH_BIND | RB_HELLO_READ_INLINE)
 
 /* Wire error codes.  Values match Linux errno numbers so they read naturally
  * in logs, but each side maps them explicitly: never pass a raw errno. */
@@ -251,6 +264,8 @@ _Static_assert(sizeof(struct rb_list) == 8, "rb_list");
 _Static_assert(sizeof(struct rb_list_reply) == 8, "rb_list_reply");
 _Static_assert(sizeof(struct rb_request) + RB_INLINE_MAX <= RB_MSG_BUF_SIZE,
 	       "an inline request fits a receive buffer");
+_Static_assert(sizeof(struct rb_reply) + RB_READ_INLINE_MAX <= RB_MSG_BUF_SIZE,
+	       "an inline READ's reply fits a receive buffer");
 _Static_assert(RB_CTRL_MSG_MAX <= RB_MSG_BUF_SIZE, "control fits a receive buffer");
 _Static_assert(RB_MSG_BUF_SIZE <= UINT16_MAX, "lengths fit rb_msg_hdr.length");
 
@@ -293,6 +308,10 @@ struct rb_rep_info {
 	 * order (rb_extent_get); only a successful reply has any. */
 	unsigned nextents;
 	const void *extents;
+	/* An inline READ's data (RB_REP_DATA): points into the decoded
+	 * buffer, or NULL. */
+	uint32_t data_len;
+	const void *data;
 };
 
 /* An extent, decoded. */
@@ -321,6 +340,7 @@ struct rb_req_limits {
 	uint32_t max_io;
 	uint32_t min_block;       /* offsets and lengths of data ops align to it */
 	uint32_t inline_max;
+	int      read_inline;     /* RB_EXP_READ_INLINE was granted */
 	int      read_only;
 };
 
@@ -347,7 +367,7 @@ size_t rb_hello_reply_encode(void *buf, const struct rb_export_info *e);
 int    rb_hello_reply_decode(const void *buf, size_t len,
 			     struct rb_export_info *e, const char **why);
 
-/* Encodes the header; when RB_REQ_INLINE is set the caller copies `length`
+/* Encodes the header; when RB_REQ_INLINE is set on a WRITE the caller copies `length`
  * bytes to (char *)buf + sizeof(struct rb_request) itself.  Returns the
  * total message length. */
 size_t rb_request_encode(void *buf, const struct rb_req_info *r);
@@ -363,9 +383,14 @@ size_t rb_reply_encode(void *buf, const struct rb_rep_info *r);
 /* A BLOCK_STATUS reply: the extents are already at buf + sizeof(struct
  * rb_reply) (rb_extent_list_add), nextents of them. */
 size_t rb_reply_extents_encode(void *buf, const struct rb_rep_info *r, unsigned nextents);
+/* An inline READ's reply: its data_len bytes of data already follow the
+ * struct rb_reply in buf (RB_REP_DATA is set here). */
+size_t rb_reply_data_encode(void *buf, const struct rb_rep_info *r, uint32_t data_len);
 /* Accepts a reply followed by whole extents (at most RB_EXTENTS_MAX, none
- * on a failed reply); whether the request was a BLOCK_STATUS, and the
- * extents against its range, the initiator checks (rb_extents_check). */
+ * on a failed reply), or, with RB_REP_DATA, a successful reply followed by
+ * 1..RB_READ_INLINE_MAX bytes of data; whether the request was a
+ * BLOCK_STATUS or an inline READ, and the payload against its range, the
+ * initiator checks (rb_extents_check). */
 int    rb_reply_decode(const void *buf, size_t len, struct rb_rep_info *r,
 		       const char **why);
 void   rb_extent_get(const struct rb_rep_info *r, unsigned i, struct rb_extent_info *e);

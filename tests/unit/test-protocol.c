@@ -270,8 +270,8 @@ test_request(void)
 	CHECK(rb_request_decode(buf, len, &out, &why) == 0);
 	CHECK(rb_request_validate(&out, &lim, &why) == RB_EINVAL);
 	lim = limits();
-	/* inline on a READ */
-	in = req(RB_OP_READ, 0, 512);
+	/* inline on a TRIM: no data goes either way */
+	in = req(RB_OP_TRIM, 0, 512);
 	in.flags = RB_REQ_INLINE;
 	len = rb_request_encode(buf, &in);
 	CHECK(rb_request_decode(buf, len, &out, &why) == -EINVAL);
@@ -392,6 +392,70 @@ test_validate(void)
 	/* a bad range on a read-only export is still a range error */
 	r = req(RB_OP_WRITE, 1ull << 40, 512);
 	CHECK(rb_request_validate(&r, &lim, &why) == RB_EOVERFLOW);
+}
+
+/* An inline READ: asked without a buffer, granted per connection, and
+ * its reply carrying exactly the data. */
+static void
+test_read_inline(void)
+{
+	struct rb_req_info in = req(RB_OP_READ, 4096, 4096), out;
+	struct rb_req_limits lim = limits();
+	struct rb_rep_info rin = { .error = RB_OK, .tag = 7 }, rout;
+	const char *why;
+	size_t len;
+
+	in.flags = RB_REQ_INLINE;
+	in.rkey = 0;
+	in.addr = 0;
+	len = rb_request_encode(buf, &in);
+	CHECK(len == sizeof(struct rb_request));
+	CHECK(rb_request_decode(buf, len, &out, &why) == 0 && out.inline_data == NULL);
+	/* not granted on this connection */
+	lim.read_inline = 0;
+	CHECK(rb_request_validate(&out, &lim, &why) == RB_EINVAL);
+	lim.read_inline = 1;
+	CHECK(rb_request_validate(&out, &lim, &why) == RB_OK);
+	/* larger than the protocol's bound, or with a buffer as well */
+	out.length = RB_READ_INLINE_MAX + 512;
+	CHECK(rb_request_validate(&out, &lim, &why) == RB_EINVAL);
+	out.length = 4096;
+	out.rkey = 5;
+	CHECK(rb_request_validate(&out, &lim, &why) == RB_EINVAL);
+	/* bytes after it: the data comes the other way */
+	set_len(len + 512);
+	CHECK(rb_request_decode(buf, len + 512, &out, &why) == -EBADMSG);
+	/* FUA is a write's flag */
+	in.flags = RB_REQ_INLINE | RB_REQ_FUA;
+	len = rb_request_encode(buf, &in);
+	CHECK(rb_request_decode(buf, len, &out, &why) == 0);
+	CHECK(rb_request_validate(&out, &lim, &why) == RB_EINVAL);
+
+	/* the reply: header, then the data */
+	memset(buf + sizeof(struct rb_reply), 0xab, 4096);
+	len = rb_reply_data_encode(buf, &rin, 4096);
+	CHECK(len == sizeof(struct rb_reply) + 4096);
+	CHECK(rb_reply_decode(buf, len, &rout, &why) == 0);
+	CHECK(rout.tag == 7 && (rout.flags & RB_REP_DATA) && rout.nextents == 0 &&
+	      rout.data_len == 4096 && rout.data == buf + sizeof(struct rb_reply));
+	/* without data, or more than a READ may inline */
+	len = rb_reply_data_encode(buf, &rin, 0);
+	CHECK(rb_reply_decode(buf, len, &rout, &why) == -EBADMSG);
+	len = rb_reply_data_encode(buf, &rin, RB_READ_INLINE_MAX + 8);
+	CHECK(rb_reply_decode(buf, len, &rout, &why) == -EBADMSG);
+	/* a failure or a durable claim carries no data */
+	rin.error = RB_EIO;
+	len = rb_reply_data_encode(buf, &rin, 512);
+	CHECK(rb_reply_decode(buf, len, &rout, &why) == -EINVAL);
+	rin.error = RB_OK;
+	rin.flags = RB_REP_DURABLE;
+	len = rb_reply_data_encode(buf, &rin, 512);
+	CHECK(rb_reply_decode(buf, len, &rout, &why) == -EINVAL);
+	/* a reply without the flag is held to whole extents */
+	rin.flags = 0;
+	len = rb_reply_encode(buf, &rin);
+	CHECK(rb_reply_decode(buf, len, &rout, &why) == 0 && rout.data == NULL &&
+	      rout.data_len == 0);
 }
 
 static void
@@ -634,6 +698,7 @@ main(void)
 	test_request();
 	test_validate();
 	test_reply();
+	test_read_inline();
 	test_block_status();
 	test_list();
 	test_names_and_errors();
