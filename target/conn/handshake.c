@@ -155,12 +155,16 @@ conn_hello_finish(struct conn *c, struct recv_buf *rb, const struct rb_hello_inf
 	c->rq.lim.max_io = max_io;
 	c->rq.lim.min_block = CONFIG_BLOCK;
 	c->rq.lim.inline_max = c->inline_max;
+	/* A small READ's data in its reply, for an initiator that takes it;
+	 * inline-max = 0 turns it off with inline writes.  It goes out of
+	 * the aligned pool buffer, so O_DIRECT does not rule it out. */
+	c->rq.lim.read_inline = (h.flags & RB_HELLO_READ_INLINE) && t->cfg->inline_max > 0;
 	c->rq.lim.read_only = e->cfg->read_only;
 
 	memset(&info, 0, sizeof(info));
 	info.status = RB_OK;
 	info.queue_depth = (uint16_t)c->qd;
-	info.flags = export_flags(e);
+	info.flags = export_flags(e) | (c->rq.lim.read_inline ? RB_EXP_READ_INLINE : 0);
 	info.size = e->cfg->size;
 	info.min_block = CONFIG_BLOCK;
 	info.pref_block = pow2_floor(max_io < 4096 ? max_io : 4096);
@@ -172,8 +176,9 @@ conn_hello_finish(struct conn *c, struct recv_buf *rb, const struct rb_hello_inf
 	if (conn_post_recv(c, rb) < 0)
 		return;
 	stats_count(t, &e->sessions);
-	log_info("%s: connected to export %s, queue depth %u, max-io %u, inline %u",
-		 c->peer, e->cfg->name, c->qd, max_io, c->inline_max);
+	log_info("%s: connected to export %s, queue depth %u, max-io %u, inline %u%s",
+		 c->peer, e->cfg->name, c->qd, max_io, c->inline_max,
+		 c->rq.lim.read_inline ? ", inline reads" : "");
 	conn_post_ctrl(c, rb_hello_reply_encode(c->ctrl_buf, &info));
 }
 

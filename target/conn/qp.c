@@ -120,7 +120,8 @@ conn_create_qp(struct conn *c)
 	attr.recv_cq = c->recv_cq;
 	attr.cap.max_send_wr = c->sq_depth;
 	attr.cap.max_recv_wr = conn_recv_max(c);
-	attr.cap.max_send_sge = 1;
+	/* An inline READ's reply gathers its header and its data. */
+	attr.cap.max_send_sge = 2;
 	attr.cap.max_recv_sge = 1;
 	attr.cap.max_inline_data = need_inline;
 	want = attr.cap;

@@ -6,6 +6,10 @@
 #include "log.h"
 #include "pool.h"
 
+/* Behind the buffers, each buffer's small area: a reply's header
+ * gathered ahead of the buffer's data (pool_hdr). */
+#define POOL_HDR_SIZE 64
+
 struct pool {
 	char *mem;
 	size_t bufsize;
@@ -19,6 +23,7 @@ struct pool *
 pool_create(struct ibv_pd *pd, size_t bufsize, unsigned nbufs)
 {
 	struct pool *p = calloc(1, sizeof(*p));
+	size_t size;
 	unsigned i;
 	int r;
 
@@ -34,16 +39,17 @@ pool_create(struct ibv_pd *pd, size_t bufsize, unsigned nbufs)
 		log_warnx("pool: out of memory");
 		goto out_free;
 	}
-	r = posix_memalign((void **)&p->mem, 4096, bufsize * nbufs);
+	size = (bufsize + POOL_HDR_SIZE) * nbufs;
+	r = posix_memalign((void **)&p->mem, 4096, size);
 	if (r != 0) {
-		log_warnx("pool: cannot allocate %zu bytes: %s", bufsize * nbufs, strerror(r));
+		log_warnx("pool: cannot allocate %zu bytes: %s", size, strerror(r));
 		goto out_free_stack;
 	}
-	memset(p->mem, 0, bufsize * nbufs);
+	memset(p->mem, 0, size);
 	/* Local write only: RDMA READ lands here; nothing remote may touch it. */
-	p->mr = ibv_reg_mr(pd, p->mem, bufsize * nbufs, IBV_ACCESS_LOCAL_WRITE);
+	p->mr = ibv_reg_mr(pd, p->mem, size, IBV_ACCESS_LOCAL_WRITE);
 	if (p->mr == NULL) {
-		log_warn("pool: ibv_reg_mr of %zu bytes (check ulimit -l)", bufsize * nbufs);
+		log_warn("pool: ibv_reg_mr of %zu bytes (check ulimit -l)", size);
 		goto out_free_mem;
 	}
 	for (i = 0; i < nbufs; i++)
@@ -88,6 +94,14 @@ pool_put(struct pool *p, void *buf)
 	size_t idx = (size_t)((char *)buf - p->mem) / p->bufsize;
 
 	p->free_stack[p->nfree++] = (unsigned)idx;
+}
+
+void *
+pool_hdr(struct pool *p, const void *buf)
+{
+	size_t idx = (size_t)((const char *)buf - p->mem) / p->bufsize;
+
+	return p->mem + p->bufsize * p->nbufs + idx * POOL_HDR_SIZE;
 }
 
 uint32_t pool_lkey(const struct pool *p) { return p->mr->lkey; }

@@ -20,6 +20,9 @@ void pool_destroy(struct pool *p);
 
 void    *pool_get(struct pool *p);          /* NULL when empty */
 void     pool_put(struct pool *p, void *buf);
+/* 64 registered bytes (pool_lkey) that belong to buf, apart from its
+ * bufsize bytes: a reply's header, gathered ahead of buf's data. */
+void    *pool_hdr(struct pool *p, const void *buf);
 uint32_t pool_lkey(const struct pool *p);
 size_t   pool_bufsize(const struct pool *p);
 unsigned pool_nfree(const struct pool *p);

@@ -199,11 +199,15 @@ req_reply(struct req *r)
 	struct rb_rep_info rep = { .flags = r->rep_flags, .error = r->status,
 				   .tag = r->info.tag };
 	int with_data = r->info.opcode == RB_OP_READ && r->status == RB_OK;
+	/* An inline READ: one SEND gathers the reply's header (the buffer's
+	 * own registered area) and the data, and no key is touched. */
+	int data_inline = with_data && (r->info.flags & RB_REQ_INLINE);
 	/* A BLOCK_STATUS reply is sent from its pool buffer: the extents
 	 * are already there, after room for the reply (request-exec.c). */
 	int with_extents = r->info.opcode == RB_OP_BLOCK_STATUS && r->status == RB_OK;
 	struct ibv_send_wr *wr_data = &r->wr_rdma, *wr_rep = &r->wr_send;
-	unsigned n = with_data ? 2 : 1;
+	unsigned n = with_data && !data_inline ? 2 : 1;
+	struct ibv_sge *sge = r->sge_send;
 	size_t len;
 
 	if (!q->ops->sq_reserve(q, r, n))
@@ -212,6 +216,8 @@ req_reply(struct req *r)
 		rep.flags = 0;
 	if (with_extents)
 		len = rb_reply_extents_encode(r->buf, &rep, r->job.nextents);
+	else if (data_inline)
+		len = rb_reply_data_encode(pool_hdr(q->pool, r->buf), &rep, r->info.length);
 	else
 		len = rb_reply_encode(r->reply, &rep);
 	if (q->ops->post_recv(q, r->msg) < 0) {
@@ -222,9 +228,20 @@ req_reply(struct req *r)
 	q->credits_used--;
 
 	memset(wr_rep, 0, sizeof(*wr_rep));
-	r->sge_send.addr = (uintptr_t)(with_extents ? r->buf : r->reply);
-	r->sge_send.length = (uint32_t)len;
-	r->sge_send.lkey = with_extents ? pool_lkey(q->pool) : 0;
+	wr_rep->num_sge = 1;
+	if (data_inline) {
+		sge[0].addr = (uintptr_t)pool_hdr(q->pool, r->buf);
+		sge[0].length = sizeof(struct rb_reply);
+		sge[0].lkey = pool_lkey(q->pool);
+		sge[1].addr = (uintptr_t)r->buf;
+		sge[1].length = r->info.length;
+		sge[1].lkey = pool_lkey(q->pool);
+		wr_rep->num_sge = 2;
+	} else {
+		sge[0].addr = (uintptr_t)(with_extents ? r->buf : r->reply);
+		sge[0].length = (uint32_t)len;
+		sge[0].lkey = with_extents ? pool_lkey(q->pool) : 0;
+	}
 	wr_rep->wr_id = (uintptr_t)&r->send_ctx;
 	wr_rep->opcode = IBV_WR_SEND;
 	/* The initiator asked (RB_HELLO_SEND_INV) that the reply kill the
@@ -235,12 +252,12 @@ req_reply(struct req *r)
 		wr_rep->opcode = IBV_WR_SEND_WITH_INV;
 		wr_rep->invalidate_rkey = r->info.rkey;
 	}
-	wr_rep->send_flags = IBV_SEND_SIGNALED | (with_extents ? 0 : IBV_SEND_INLINE);
-	wr_rep->sg_list = &r->sge_send;
-	wr_rep->num_sge = 1;
+	wr_rep->send_flags = IBV_SEND_SIGNALED |
+		(with_extents || data_inline ? 0 : IBV_SEND_INLINE);
+	wr_rep->sg_list = sge;
 	r->send_slots = n;
 	r->wr_pending = 1;
-	if (with_data) {
+	if (with_data && !data_inline) {
 		memset(wr_data, 0, sizeof(*wr_data));
 		r->sge_rdma.addr = (uintptr_t)r->buf;
 		r->sge_rdma.length = r->info.length;
@@ -260,7 +277,8 @@ req_reply(struct req *r)
 	if (r->start_ns != 0)
 		stats_reply(&q->stats, r->info.opcode, r->info.length, rep.error,
 			    r->start_ns);
-	return with_data ? REQ_TRANSFERRING_TO_HOST : REQ_REPLYING;
+	/* The buffer is held until the SEND's completion in either state. */
+	return with_data && !data_inline ? REQ_TRANSFERRING_TO_HOST : REQ_REPLYING;
 }
 
 static void

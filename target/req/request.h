@@ -39,7 +39,7 @@ struct req {
 	/* Its send WRs, queued on the connection's chain and posted with the
 	 * others of the round (conn_post_sends); they must live until then. */
 	struct ibv_send_wr wr_rdma, wr_send;
-	struct ibv_sge sge_rdma, sge_send;
+	struct ibv_sge sge_rdma, sge_send[2];
 	struct req_queue *q;        /* its connection's request side */
 	SLIST_ENTRY(req) free_link;
 	enum req_state state;

@@ -95,8 +95,8 @@ check_create_and_exhaust(void)
 	check(p != NULL, "create: a pool of 4 x 4096");
 	if (p == NULL)
 		return;
-	check(reg_calls == 1 && reg_length == 4 * 4096 && fake_mr.pd == &fake_pd,
-	      "create: one registration of all buffers, on the PD given");
+	check(reg_calls == 1 && reg_length == 4 * (4096 + 64) && fake_mr.pd == &fake_pd,
+	      "create: one registration of all buffers and their header areas, on the PD given");
 	check(reg_access == IBV_ACCESS_LOCAL_WRITE,
 	      "create: local write only, never remote access");
 	check(((uintptr_t)reg_addr & 4095) == 0, "create: the buffers are page aligned");
@@ -111,6 +111,17 @@ check_create_and_exhaust(void)
 	}
 	check(inside, "get: each buffer lies inside the registration, on a boundary");
 	check(distinct, "get: four gets, four different buffers");
+	distinct = 1;
+	inside = 1;
+	for (i = 0; i < 4; i++) {
+		uintptr_t h = (uintptr_t)pool_hdr(p, b[i]), base = (uintptr_t)reg_addr;
+
+		inside &= h >= base + 4 * 4096 && h + 64 <= base + reg_length;
+		for (j = 0; j < i; j++)
+			distinct &= pool_hdr(p, b[j]) != (void *)h;
+	}
+	check(inside, "hdr: each header area lies in the registration, past every buffer");
+	check(distinct, "hdr: each buffer has a header area of its own");
 	check(pool_nfree(p) == 0, "get: all four in use");
 	check(pool_get(p) == NULL, "exhausted: get returns NULL");
 

@@ -25,6 +25,7 @@
 static struct {
 	unsigned reposts;               /* conn_post_recv */
 	unsigned wr_read, wr_write, wr_send;   /* conn_queue_send, by opcode */
+	struct ibv_send_wr *last_send;  /* the last SEND queued */
 	unsigned jobs;                  /* ioq_submit */
 	struct job *last_job;
 	unsigned syncs;                 /* flusher_submit */
@@ -38,6 +39,7 @@ static struct {
 } fake;
 
 static char pool_mem[4][MAX_IO];
+static char pool_hdrs[4][64];
 
 static void
 fake_fail(struct req_queue *q, const char *why)
@@ -66,8 +68,10 @@ fake_queue_send(struct req_queue *q, struct ibv_send_wr *first, struct ibv_send_
 			fake.wr_read++;
 		else if (wr->opcode == IBV_WR_RDMA_WRITE)
 			fake.wr_write++;
-		else
+		else {
 			fake.wr_send++;
+			fake.last_send = wr;
+		}
 		if (wr == last)
 			break;
 	}
@@ -117,6 +121,13 @@ pool_put(struct pool *p, void *buf)
 	(void)p;
 	(void)buf;
 	fake.pool_free++;
+}
+
+void *
+pool_hdr(struct pool *p, const void *buf)
+{
+	(void)p;
+	return pool_hdrs[((const char *)buf - pool_mem[0]) / MAX_IO];
 }
 
 uint32_t
@@ -260,7 +271,7 @@ start(uint8_t op, uint16_t flags, uint64_t off, uint32_t len)
 		.ttl = next_ttl,
 	};
 
-	if (op == RB_OP_READ || op == RB_OP_WRITE) {
+	if ((op == RB_OP_READ || op == RB_OP_WRITE) && !(flags & RB_REQ_INLINE)) {
 		info.addr = 0x10000;
 		info.rkey = 7;
 	}
@@ -328,6 +339,62 @@ test_read(void)
 	CHECK(fake.sq_used == 2 && r.send_slots == 2);
 	CHECK(q.io_inflight == 0);
 	CHECK(reply().error == RB_OK);
+	send_completes(1);
+}
+
+/* An inline READ: no RDMA WRITE; one SEND gathers the header from the
+ * buffer's own area and the data from the buffer. */
+static void
+test_read_inline(void)
+{
+	static char rx[RB_MSG_BUF_SIZE];
+	struct rb_rep_info rep;
+	const char *why = "?";
+	struct ibv_send_wr *wr;
+
+	setup(DURABILITY_FUA, 1);
+	q.lim.read_inline = 1;
+	start(RB_OP_READ, RB_REQ_INLINE, 4096, 4096);
+	CHECK(r.state == REQ_EXECUTING);
+	CHECK(fake.jobs == 1 && fake.last_job->op == JOB_READ && fake.last_job->len == 4096);
+	memset(pool_mem[0], 0x5a, 4096);
+	job_returns(0);
+	CHECK(r.state == REQ_REPLYING);
+	CHECK(fake.wr_write == 0 && fake.wr_send == 1);
+	CHECK(fake.sq_used == 1 && r.send_slots == 1);
+	wr = fake.last_send;
+	CHECK(wr != NULL && wr->opcode == IBV_WR_SEND && wr->num_sge == 2 &&
+	      (wr->send_flags & IBV_SEND_SIGNALED) && !(wr->send_flags & IBV_SEND_INLINE));
+	if (wr == NULL || wr->num_sge != 2)
+		return;
+	CHECK(wr->sg_list[0].addr == (uintptr_t)pool_hdrs[0] &&
+	      wr->sg_list[0].length == sizeof(struct rb_reply) && wr->sg_list[0].lkey == 1);
+	CHECK(wr->sg_list[1].addr == (uintptr_t)pool_mem[0] &&
+	      wr->sg_list[1].length == 4096 && wr->sg_list[1].lkey == 1);
+	/* what the initiator receives: the header, then the buffer */
+	memcpy(rx, pool_hdrs[0], sizeof(struct rb_reply));
+	memcpy(rx + sizeof(struct rb_reply), pool_mem[0], 4096);
+	CHECK(rb_reply_decode(rx, sizeof(struct rb_reply) + 4096, &rep, &why) == 0);
+	CHECK(rep.tag == 42 && rep.error == RB_OK && rep.data_len == 4096 &&
+	      ((const unsigned char *)rep.data)[4095] == 0x5a);
+	/* the buffer is held until the SEND completes */
+	CHECK(q.bufs_held == 1);
+	send_completes(1);
+
+	/* a failed one replies without data, from the slot's own bytes */
+	setup(DURABILITY_FUA, 1);
+	q.lim.read_inline = 1;
+	start(RB_OP_READ, RB_REQ_INLINE, 4096, 4096);
+	job_returns(-EIO);
+	wr = fake.last_send;
+	CHECK(wr != NULL && wr->num_sge == 1 && wr->sg_list[0].addr == (uintptr_t)r.reply);
+	CHECK(reply().error == RB_EIO && fake.wr_write == 0);
+	send_completes(1);
+
+	/* not granted: refused, nothing read */
+	setup(DURABILITY_FUA, 1);
+	start(RB_OP_READ, RB_REQ_INLINE, 4096, 4096);
+	CHECK(fake.jobs == 0 && reply().error == RB_EINVAL);
 	send_completes(1);
 }
 
@@ -526,6 +593,7 @@ main(void)
 {
 	log_init(1, LOG_LEVEL_ERROR);    /* the EIO paths log a warning each */
 	test_read();
+	test_read_inline();
 	test_write_durable();
 	test_sync_error();
 	test_rdma_read_fails();
