@@ -101,6 +101,7 @@ rb_client_stats(struct rb_client *c, struct rb_stats *s)
 	s->handoffs = __atomic_load_n(&c->stats.handoffs, __ATOMIC_RELAXED);
 	s->empty_event_reads = __atomic_load_n(&c->stats.empty_event_reads, __ATOMIC_RELAXED);
 	s->pool_bytes = __atomic_load_n(&c->stats.pool_bytes, __ATOMIC_RELAXED);
+	s->inline_read_bytes = __atomic_load_n(&c->stats.inline_read_bytes, __ATOMIC_RELAXED);
 }
 
 /* A live connection with a reference for the caller, or NULL and *err. */

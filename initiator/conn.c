@@ -213,6 +213,12 @@ rb_conn_create(const struct rb_conn_cfg *cfg, int list_only, uint64_t deadline_n
 		conn->test_no_ttl = 1;
 		rb_log(RB_LOG_WARN, "test hook: requests carry no ttl (RDMABLK_TEST_NO_TTL)");
 	}
+	/* Test hook (docs/testing.md): do not ask for inline reads, as
+	 * initiators that predate them do. */
+	if (rb_test_hook_on("RDMABLK_TEST_NO_READ_INLINE")) {
+		conn->test_no_read_inline = 1;
+		rb_log(RB_LOG_WARN, "test hook: no inline reads (RDMABLK_TEST_NO_READ_INLINE)");
+	}
 	SLIST_INIT(&conn->free_slots);
 	conn->stop_fd = -1;
 	conn->leader = -1;

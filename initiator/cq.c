@@ -139,7 +139,25 @@ handle_recv_locked(struct rb_conn *conn, uint32_t index, uint32_t len,
 		       conn->cfg.host, conn->cfg.port, rep.nextents,
 		       rb_opcode_name(s->opcode));
 		rb_conn_mark_dead_locked(conn, "protocol violation");
+	} else if (rep.error == RB_OK && rep.data_len != s->rin.len) {
+		/* An inline READ's reply carries exactly its data, and no
+		 * other reply carries any. */
+		rb_log(RB_LOG_ERROR, "%s:%u: bad reply: %u bytes of data in the reply to a "
+		       "%s that %s", conn->cfg.host, conn->cfg.port, rep.data_len,
+		       rb_opcode_name(s->opcode), s->rin.len == 0 ?
+		       "asked for none" : "asked for another length");
+		rb_conn_mark_dead_locked(conn, "protocol violation");
 	} else {
+		/* An inline READ's data leaves the receive buffer before it
+		 * is reposted, straight to its caller: the owner waits for
+		 * this reply, so the destination is still its own. */
+		if (rep.data_len > 0) {
+			rb_copy_timed(conn, s->rin.dst, (const char *)rep.data + s->rin.off,
+				      s->rin.n);
+			__atomic_add_fetch(&conn->cfg.stats->inline_read_bytes, s->rin.n,
+					   __ATOMIC_RELAXED);
+			rep.data = NULL;
+		}
 		/* The extents leave the receive buffer before it is reposted:
 		 * the slot's data buffer holds them for its owner. */
 		if (rep.nextents > 0) {

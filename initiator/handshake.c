@@ -288,7 +288,8 @@ rb_handshake_hello(struct rb_conn *conn, uint64_t deadline_ns, char *errbuf)
 	h.max_io = conn->cfg.max_io;
 	/* AUTH_BIND always: a target that needs a secret refuses a HELLO
 	 * without it, and one that predates it refuses any HELLO with it. */
-	h.flags = (conn->use_mw ? RB_HELLO_SEND_INV : 0) | RB_HELLO_AUTH_BIND;
+	h.flags = (conn->use_mw ? RB_HELLO_SEND_INV : 0) | RB_HELLO_AUTH_BIND |
+		(conn->test_no_read_inline ? 0 : RB_HELLO_READ_INLINE);
 	if (rb_auth_nonce(h.nonce) < 0 &&
 	    getrandom(h.nonce, sizeof(h.nonce), 0) != (ssize_t)sizeof(h.nonce)) {
 		rb_seterr(errbuf, "no random bytes for the HELLO nonce");
@@ -329,8 +330,9 @@ rb_handshake_hello(struct rb_conn *conn, uint64_t deadline_ns, char *errbuf)
 	if (!authed && e->status == RB_EPROTO) {
 		rb_seterr(errbuf, "export '%s' on %s:%u: target refused the HELLO: %s "
 			  "(EPROTO); a target that predates authentication bound to the "
-			  "connection (HELLO flag AUTH_BIND) refuses every HELLO of this "
-			  "initiator: upgrade the target", conn->cfg.export_name,
+			  "connection (HELLO flag AUTH_BIND) or inline reads (READ_INLINE) "
+			  "refuses every HELLO of this initiator: upgrade the target",
+			  conn->cfg.export_name,
 			  conn->cfg.host, conn->cfg.port, rb_reason(RB_EPROTO));
 		return -EPROTO;
 	}
@@ -345,6 +347,12 @@ rb_handshake_hello(struct rb_conn *conn, uint64_t deadline_ns, char *errbuf)
 			  conn->cfg.host, conn->cfg.port);
 		return -EACCES;
 	}
+	if ((e->flags & RB_EXP_READ_INLINE) && !(h.flags & RB_HELLO_READ_INLINE)) {
+		rb_seterr(errbuf, "%s:%u: HELLO_REPLY grants inline reads (READ_INLINE), "
+			  "which the HELLO did not ask for", conn->cfg.host, conn->cfg.port);
+		return -EPROTO;
+	}
+	conn->read_inline = (e->flags & RB_EXP_READ_INLINE) != 0;
 	if (e->queue_depth > conn->cm_qd || e->max_io > conn->cfg.max_io) {
 		rb_seterr(errbuf, "%s:%u: HELLO_REPLY grants more than asked "
 			  "(queue depth %u > %u or max-io %u > %u)", conn->cfg.host,

@@ -145,6 +145,14 @@ struct rb_slot {
 	struct rb_wr_ctx    inv_ctx;
 	uint32_t            bind_len;   /* 0: no window for this request */
 	int                 bind_access;
+
+	/* An inline READ (RB_REQ_INLINE): its reply carries len bytes, and
+	 * the reaper (cq.c) copies [off, off + n) of them to dst out of the
+	 * receive buffer, its one copy.  len 0: not one. */
+	struct {
+		void     *dst;
+		uint32_t  len, off, n;
+	} rin;
 };
 
 /* 1 while the request waits (POSTED, INVALIDATING or REPLIED): not
@@ -272,6 +280,10 @@ struct rb_conn {
 	int                         fence_failed;
 	int                         fault_fence;
 	int                         test_no_ttl; /* test hook: send no ttl (request.c) */
+	int                         test_no_read_inline; /* test hook: no READ_INLINE */
+	/* The target granted RB_EXP_READ_INLINE: a READ of at most
+	 * RB_READ_INLINE_MAX bytes gets its data in the reply (cq.c). */
+	int                         read_inline;
 	int                         rxe_quirk;  /* rb_wc_invalidated: a Soft-RoCE device */
 	unsigned                    binds;      /* atomic: window binds posted */
 	struct rb_export_info       exp;        /* the HELLO_REPLY */
@@ -445,6 +457,8 @@ int  rb_post_request(struct rb_conn *conn, struct rb_slot *s,
  * reply arrived, so the request may be resent on a new connection. */
 int rb_conn_request(struct rb_conn *conn, struct rb_io *io, uint64_t deadline_ns);
 int rb_io_uses_pool(const struct rb_conn *conn, const struct rb_io *io);
+/* memcpy, counted in the connection's copy statistics. */
+void rb_copy_timed(struct rb_conn *conn, void *dst, const void *src, size_t len);
 /* The two halves of rb_conn_request, for aio.c.  Under conn->lock, slot s
  * just taken with rb_slot_get_locked: make it POSTED for io. */
 void rb_conn_claim_locked(struct rb_conn *conn, struct rb_slot *s,

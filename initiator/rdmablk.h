@@ -133,6 +133,7 @@ struct rb_stats {
 	uint64_t handoffs;         /* leadership passed to a follower */
 	uint64_t empty_event_reads; /* reads of an armed CQ's channel that found no event */
 	uint64_t pool_bytes;       /* request pool registered, summed over connections */
+	uint64_t inline_read_bytes; /* READ data that came in replies (copied: in copy_bytes) */
 };
 
 /* I/O flags. */

@@ -10,8 +10,8 @@
 #include "util.h"
 
 /* Timed copy between the caller's memory and registered memory. */
-static void
-copy_timed(struct rb_conn *conn, void *dst, const void *src, size_t len)
+void
+rb_copy_timed(struct rb_conn *conn, void *dst, const void *src, size_t len)
 {
 	uint64_t t0 = rb_now_ns();
 
@@ -69,10 +69,13 @@ rb_post_request(struct rb_conn *conn, struct rb_slot *s, const struct rb_req_inf
 	return -r;
 }
 
-/* A WRITE small enough to travel in its request SEND. */
+/* A WRITE small enough to travel in its request SEND, or a READ whose
+ * data comes back in its reply. */
 static int
 io_inline(const struct rb_conn *conn, const struct rb_io *io)
 {
+	if (io->opcode == RB_OP_READ)
+		return conn->read_inline && io->length <= RB_READ_INLINE_MAX;
 	return io->opcode == RB_OP_WRITE && io->length <= conn->exp.inline_max;
 }
 
@@ -99,12 +102,20 @@ prepare(struct rb_conn *conn, struct rb_slot *s, const struct rb_io *io,
 	ri->tag = rb_tag(s->ctx.index, s->gen);
 	ri->offset = io->offset;
 	ri->length = io->length;
-	if (io_inline(conn, io)) {
+	if (io_inline(conn, io) && io->opcode == RB_OP_READ) {
+		/* No key, no window: the reply brings the data, and the
+		 * reaper copies the caller's part of it out (cq.c). */
+		ri->flags |= RB_REQ_INLINE;
+		s->rin.dst = io->rbuf;
+		s->rin.len = io->length;
+		s->rin.off = io->direct ? 0 : io->copy_off;
+		s->rin.n = io->direct ? io->length : io->copy_len;
+	} else if (io_inline(conn, io)) {
 		ri->flags |= RB_REQ_INLINE;
 		if (s->gather)  /* the SEND gathers them (rb_post_request) */
 			s->direct = (void *)(uintptr_t)io->wbuf;
 		else
-			copy_timed(conn, (char *)s->send_buf + sizeof(struct rb_request),
+			rb_copy_timed(conn, (char *)s->send_buf + sizeof(struct rb_request),
 				   io->wbuf, io->length);
 	} else if (io->opcode == RB_OP_WRITE || io->opcode == RB_OP_READ) {
 		/* Direct: the target moves the caller's own bytes.  The
@@ -112,7 +123,7 @@ prepare(struct rb_conn *conn, struct rb_slot *s, const struct rb_io *io,
 		s->direct = rb_io_uses_pool(conn, io) ? NULL : io->opcode == RB_OP_READ ?
 			io->rbuf : (void *)(uintptr_t)io->wbuf;
 		if (io->opcode == RB_OP_WRITE && s->direct == NULL)
-			copy_timed(conn, s->data, io->wbuf, io->length);
+			rb_copy_timed(conn, s->data, io->wbuf, io->length);
 		if (conn->use_mw) {
 			/* The window covers exactly these bytes (its fresh key
 			 * was chosen with the slot), with only the access the
@@ -169,12 +180,13 @@ rb_conn_claim_locked(struct rb_conn *conn, struct rb_slot *s, const struct rb_io
 		rb_ttl_for(io->deadline_ns, s->post_ns) : 0;
 	/* Set under the lock, before posting: whoever reaps the reply reads
 	 * them under the lock too.  A fresh window key per request. */
-	s->window = conn->use_mw && (io->opcode == RB_OP_READ ||
-		(io->opcode == RB_OP_WRITE && !io_inline(conn, io)));
+	s->window = conn->use_mw && (io->opcode == RB_OP_READ || io->opcode == RB_OP_WRITE) &&
+		!io_inline(conn, io);
 	if (s->window)
 		s->rkey = ibv_inc_rkey(s->rkey);
 	/* A direct inline WRITE: no copy into the send buffer. */
-	s->gather = io->direct && io->length > 0 && io_inline(conn, io);
+	s->gather = io->direct && io->opcode == RB_OP_WRITE && io->length > 0 &&
+		io_inline(conn, io);
 }
 
 int
@@ -231,8 +243,9 @@ rb_conn_finish(struct rb_conn *conn, struct rb_slot *s, struct rb_io *io)
 	 * ordering: the reply's arrival implies the RDMA WRITE landed, and
 	 * the window is invalid). */
 	rep = s->rep;
-	if (io->opcode == RB_OP_READ && rep.error == RB_OK && s->direct == NULL)
-		copy_timed(conn, io->rbuf, (char *)s->data + io->copy_off,
+	if (io->opcode == RB_OP_READ && rep.error == RB_OK && s->direct == NULL &&
+	    s->rin.len == 0)
+		rb_copy_timed(conn, io->rbuf, (char *)s->data + io->copy_off,
 			   io->copy_len);
 	if (io->opcode == RB_OP_BLOCK_STATUS && rep.error == RB_OK)
 		bad = take_extents(conn, io, &rep);

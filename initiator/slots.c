@@ -173,6 +173,7 @@ rb_slot_get_locked(struct rb_conn *conn, int keepalive)
 	s->following = 0;
 	s->bind_len = 0;
 	s->direct = NULL;
+	memset(&s->rin, 0, sizeof(s->rin));
 	s->aio = NULL;
 	memset(&s->rep, 0, sizeof(s->rep));
 	__atomic_store_n(&s->state, RB_SLOT_POSTED, __ATOMIC_RELEASE);
