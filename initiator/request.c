@@ -70,12 +70,15 @@ rb_post_request(struct rb_conn *conn, struct rb_slot *s, const struct rb_req_inf
 }
 
 /* A WRITE small enough to travel in its request SEND, or a READ whose
- * data comes back in its reply. */
+ * data comes back in its reply.  Only a pool READ: there the reply's copy
+ * replaces the pool's, while a direct READ's RDMA WRITE lands in the
+ * caller's buffer with no copy at all (docs/performance.md, "inline
+ * reads"). */
 static int
 io_inline(const struct rb_conn *conn, const struct rb_io *io)
 {
 	if (io->opcode == RB_OP_READ)
-		return conn->read_inline && io->length <= RB_READ_INLINE_MAX;
+		return conn->read_inline && !io->direct && io->length <= RB_READ_INLINE_MAX;
 	return io->opcode == RB_OP_WRITE && io->length <= conn->exp.inline_max;
 }
 
@@ -108,8 +111,8 @@ prepare(struct rb_conn *conn, struct rb_slot *s, const struct rb_io *io,
 		ri->flags |= RB_REQ_INLINE;
 		s->rin.dst = io->rbuf;
 		s->rin.len = io->length;
-		s->rin.off = io->direct ? 0 : io->copy_off;
-		s->rin.n = io->direct ? io->length : io->copy_len;
+		s->rin.off = io->copy_off;
+		s->rin.n = io->copy_len;
 	} else if (io_inline(conn, io)) {
 		ri->flags |= RB_REQ_INLINE;
 		if (s->gather)  /* the SEND gathers them (rb_post_request) */
