@@ -107,12 +107,9 @@ prepare(struct rb_conn *conn, struct rb_slot *s, const struct rb_io *io,
 	ri->length = io->length;
 	if (io_inline(conn, io) && io->opcode == RB_OP_READ) {
 		/* No key, no window: the reply brings the data, and the
-		 * reaper copies the caller's part of it out (cq.c). */
+		 * reaper copies the caller's part of it out (cq.c, to
+		 * s->rin, set with the claim). */
 		ri->flags |= RB_REQ_INLINE;
-		s->rin.dst = io->rbuf;
-		s->rin.len = io->length;
-		s->rin.off = io->copy_off;
-		s->rin.n = io->copy_len;
 	} else if (io_inline(conn, io)) {
 		ri->flags |= RB_REQ_INLINE;
 		if (s->gather)  /* the SEND gathers them (rb_post_request) */
@@ -190,6 +187,14 @@ rb_conn_claim_locked(struct rb_conn *conn, struct rb_slot *s, const struct rb_io
 	/* A direct inline WRITE: no copy into the send buffer. */
 	s->gather = io->direct && io->opcode == RB_OP_WRITE && io->length > 0 &&
 		io_inline(conn, io);
+	/* An inline READ: where the reaper puts the caller's part of the
+	 * reply's data. */
+	if (io->opcode == RB_OP_READ && io_inline(conn, io)) {
+		s->rin.dst = io->rbuf;
+		s->rin.len = io->length;
+		s->rin.off = io->copy_off;
+		s->rin.n = io->copy_len;
+	}
 }
 
 int

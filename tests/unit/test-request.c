@@ -396,6 +396,24 @@ test_read_inline(void)
 	start(RB_OP_READ, RB_REQ_INLINE, 4096, 4096);
 	CHECK(fake.jobs == 0 && reply().error == RB_EINVAL);
 	send_completes(1);
+
+	/* with SEND_INV asked, an inline READ's reply invalidates no key,
+	 * while a READ's by RDMA WRITE invalidates its own */
+	setup(DURABILITY_FUA, 1);
+	q.lim.read_inline = 1;
+	q.send_inv = 1;
+	start(RB_OP_READ, RB_REQ_INLINE, 4096, 4096);
+	job_returns(0);
+	wr = fake.last_send;
+	CHECK(wr != NULL && wr->opcode == IBV_WR_SEND && wr->invalidate_rkey == 0);
+	send_completes(1);
+	setup(DURABILITY_FUA, 1);
+	q.send_inv = 1;
+	start(RB_OP_READ, 0, 4096, 4096);
+	job_returns(0);
+	wr = fake.last_send;
+	CHECK(wr != NULL && wr->opcode == IBV_WR_SEND_WITH_INV && wr->invalidate_rkey == 7);
+	send_completes(1);
 }
 
 static void
