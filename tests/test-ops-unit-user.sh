@@ -26,7 +26,8 @@ rc=0
 # shellcheck disable=SC2086  # a list of words
 step nocap timeout 120 $nocap "$BUILD/rdmablk-target" -c "$conf" -f || rc=$?
 [ "$rc" = 1 ] || fail "without CAP_IPC_LOCK the target did not fail to start (status $rc)"
-grep -q 'pool: ibv_reg_mr of 67108864 bytes (check ulimit -l)' "$LOGS/nocap.log" ||
+# 64 buffers of 1 MiB, each with its 64-byte header area (target/io/pool.h).
+grep -q 'pool: ibv_reg_mr of 67112960 bytes (check ulimit -l)' "$LOGS/nocap.log" ||
     fail "without CAP_IPC_LOCK: no clear error about the pool's registration (nocap.log)"
 ok "as $UNIT_USER without CAP_IPC_LOCK, under ulimit -l 1024: refused to start, 'check ulimit -l'"
 

@@ -6,10 +6,6 @@
 #include "log.h"
 #include "pool.h"
 
-/* Behind the buffers, each buffer's small area: a reply's header
- * gathered ahead of the buffer's data (pool_hdr). */
-#define POOL_HDR_SIZE 64
-
 struct pool {
 	char *mem;
 	size_t bufsize;

@@ -14,13 +14,17 @@
 
 #include "waitq.h"
 
+/* Behind the buffers, each buffer's small registered area: a reply's
+ * header gathered ahead of the buffer's data (pool_hdr). */
+#define POOL_HDR_SIZE 64
+
 struct pool;
 struct pool *pool_create(struct ibv_pd *pd, size_t bufsize, unsigned nbufs);
 void pool_destroy(struct pool *p);
 
 void    *pool_get(struct pool *p);          /* NULL when empty */
 void     pool_put(struct pool *p, void *buf);
-/* 64 registered bytes (pool_lkey) that belong to buf, apart from its
+/* POOL_HDR_SIZE registered bytes (pool_lkey) that belong to buf, apart from its
  * bufsize bytes: a reply's header, gathered ahead of buf's data. */
 void    *pool_hdr(struct pool *p, const void *buf);
 uint32_t pool_lkey(const struct pool *p);
