@@ -84,20 +84,23 @@ pool_get(struct pool *p)
 	return p->mem + (size_t)p->free_stack[--p->nfree] * p->bufsize;
 }
 
+/* Which buffer buf is. */
+static size_t
+buf_index(const struct pool *p, const void *buf)
+{
+	return (size_t)((const char *)buf - p->mem) / p->bufsize;
+}
+
 void
 pool_put(struct pool *p, void *buf)
 {
-	size_t idx = (size_t)((char *)buf - p->mem) / p->bufsize;
-
-	p->free_stack[p->nfree++] = (unsigned)idx;
+	p->free_stack[p->nfree++] = (unsigned)buf_index(p, buf);
 }
 
 void *
 pool_hdr(struct pool *p, const void *buf)
 {
-	size_t idx = (size_t)((const char *)buf - p->mem) / p->bufsize;
-
-	return p->mem + p->bufsize * p->nbufs + idx * POOL_HDR_SIZE;
+	return p->mem + p->bufsize * p->nbufs + buf_index(p, buf) * POOL_HDR_SIZE;
 }
 
 uint32_t pool_lkey(const struct pool *p) { return p->mr->lkey; }
