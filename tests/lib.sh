@@ -405,18 +405,23 @@ resources_are() {
 # ---------------------------------------------------------------- configs and clients
 
 # target_conf FILE [KEY=VALUE...] <<EOF ...exports... EOF: write a target config FILE (in one
-# rename, mode 0644): a [target] block listening on $RDMABLK_ADDR, then each KEY = VALUE in
-# order (listen=ADDR replaces the address, listen= leaves it out), then stdin verbatim (the
-# [export] sections; </dev/null for none).
+# rename, mode 0644): a [target] block listening on $RDMABLK_ADDR, with its admin socket at
+# FILE.sock, then each KEY = VALUE in order (listen=ADDR replaces the address, listen= leaves
+# it out; admin-socket=PATH replaces the socket), then stdin verbatim (the [export] sections;
+# </dev/null for none). The socket is the test's own: tests run side by side (run-suite -j).
 target_conf() {
-    local conf=$1 kv listen=$RDMABLK_ADDR
+    local conf=$1 kv listen=$RDMABLK_ADDR sock=$1.sock
     shift
     for kv in "$@"; do
-        case $kv in listen=*) listen=${kv#listen=} ;; esac
+        case $kv in
+        listen=*) listen=${kv#listen=} ;;
+        admin-socket=*) sock= ;;
+        esac
     done
     {
         printf '[target]\n'
         [ -z "$listen" ] || printf 'listen = %s\n' "$listen"
+        [ -z "$sock" ] || printf 'admin-socket = %s\n' "$sock"
         for kv in "$@"; do
             case $kv in
             listen=*) ;;

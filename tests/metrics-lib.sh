@@ -1,8 +1,9 @@
 # Shared by the metrics tests: the target's /metrics, promtool, and a real Prometheus server
 # that scrapes it every second. Sourced after lib.sh.
 # shellcheck shell=bash
-METRICS_ADDR=127.0.0.1:9480
-PROM_ADDR=127.0.0.1:9090
+# Each lane of run-suite -j has ports of its own.
+METRICS_ADDR=127.0.0.1:$((9480 + ${RDMABLK_LANE:-0}))
+PROM_ADDR=127.0.0.1:$((9090 + ${RDMABLK_LANE:-0}))
 
 # scrape [FILE]: one GET /metrics from the target (to FILE, default $T/scrape.txt).
 scrape() {

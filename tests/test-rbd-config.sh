@@ -55,7 +55,7 @@ ok "-n refuses an image without exclusive-lock and one with rbd_cache on, and wa
     "a lock break would not blocklist"
 
 # A ceph.conf whose only monitor nobody listens on (loopback, a port nothing uses).
-sed "s/^mon host = .*/mon host = 127.0.0.1:6799/" "$CEPH_CONF" >"$T/nomon.conf"
+sed "s/^mon host = .*/mon host = 127.0.0.1:9/" "$CEPH_CONF" >"$T/nomon.conf"
 printf '[client.admin]\n\tkey = AQBbad==\n' >"$T/keyring"
 chmod 0644 "$T/keyring"
 truncate -s 1M "$T/file.img"
@@ -103,7 +103,7 @@ want() {
 want "bad.conf:4: path: rbd:nosuchpool/img0: pool 'nosuchpool' does not exist"
 want "bad.conf:7: path: rbd:rbd/nosuchimage: no image 'nosuchimage' in pool 'rbd'"
 want "bad.conf:11: ceph-conf: $T/missing.conf: No such file or directory"
-want "bad.conf:13: path: cannot reach the Ceph monitors at 127.0.0.1:6799 (ceph-conf $T/nomon.conf) within 10 s (client_mount_timeout)"
+want "bad.conf:13: path: cannot reach the Ceph monitors at 127.0.0.1:9 (ceph-conf $T/nomon.conf) within 10 s (client_mount_timeout)"
 want "bad.conf:18: ceph-id: 'client.admin': give the client name without 'client.' (ceph-id = admin)"
 want "bad.conf:22: ceph-keyring: $T/keyring is readable by everyone (mode 0644): chmod o-rwx it"
 want "bad.conf:26: size: rbd:rbd/img0 is an image of 33554432 bytes, not 67108864"
@@ -125,6 +125,6 @@ CONF
 rc=0
 step start timeout 120 "$BUILD/rdmablk-target" -f -c "$T/start.conf" || rc=$?
 [ "$rc" = 1 ] || fail "start with an unreachable mon: exit $rc, expected 1 (124: it hung)"
-grep -qF "start.conf:5: path: cannot reach the Ceph monitors at 127.0.0.1:6799" "$LOGS/start.log" ||
+grep -qF "start.conf:5: path: cannot reach the Ceph monitors at 127.0.0.1:9" "$LOGS/start.log" ||
     fail "start did not name the unreachable mon"
-ok "start with an unreachable mon: exits 1 naming 127.0.0.1:6799 and the 10 s timeout"
+ok "start with an unreachable mon: exits 1 naming 127.0.0.1:9 and the 10 s timeout"

@@ -40,12 +40,12 @@ mkdir "$T/bin"
 cp "$BUILD/rdmablk-target" "$T/bin/"
 : >"$T/bin/rdmablk-rbd.so"
 ! step broken timeout 60 "$T/bin/rdmablk-target" -n -c "$T/rbd.conf" || fail "-n passed with an empty module"
-grep -q "rbd.conf:5: path: the RBD module cannot be loaded (RBD exports need librbd1 and librados2): $T/bin/rdmablk-rbd.so: " \
+grep -q "rbd.conf:6: path: the RBD module cannot be loaded (RBD exports need librbd1 and librados2): $T/bin/rdmablk-rbd.so: " \
     "$LOGS/broken.log" || fail "no clear error for a module that cannot be loaded: $(cat "$LOGS/broken.log")"
-ok "an empty module beside the binary: $(sed -n 's/.*rbd.conf:5: path: //p' "$LOGS/broken.log")"
+ok "an empty module beside the binary: $(sed -n 's/.*rbd.conf:6: path: //p' "$LOGS/broken.log")"
 
 cp "$BUILD/rdmablk-rbd.so" "$T/bin/"
 ! step loaded timeout 60 "$T/bin/rdmablk-target" -n -c "$T/rbd.conf" || fail "-n passed with a dead monitor"
-grep -q 'rbd.conf:5: path: cannot reach the Ceph monitors at 127.0.0.1:9' "$LOGS/loaded.log" ||
+grep -q 'rbd.conf:6: path: cannot reach the Ceph monitors at 127.0.0.1:9' "$LOGS/loaded.log" ||
     fail "the module beside the binary did not run: $(cat "$LOGS/loaded.log")"
 ok "the module beside the binary runs: librados reports the monitor that does not answer"

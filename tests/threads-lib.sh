@@ -11,7 +11,8 @@
 # client: two stress clients on one export would overwrite each other's verified data.
 write_conf() {
     {
-        printf '[target]\nlisten = %s\nthreads = 2\nio-threads = 2\n' "$RDMABLK_ADDR"
+        printf '[target]\nlisten = %s\nadmin-socket = %s.sock\nthreads = 2\nio-threads = 2\n' \
+            "$RDMABLK_ADDR" "$conf"
         for e in v1 v2 b1 b2 d1 d2; do
             printf '\n[export %s]\npath = %s/%s.img\nsize = 32M\n' "$e" "$T" "$e"
             case $e in v*) printf 'allow = %s\n' "$1" ;; esac
