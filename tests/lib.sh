@@ -110,7 +110,7 @@ _kill_wait() {
     kill -TERM "$pid" 2>/dev/null || return 0
     for ((i = 0; i < 100; i++)); do
         _gone "$pid" && break
-        sleep 0.1
+        nap 0.1
     done
     if kill -0 "$pid" 2>/dev/null; then
         echo "$TEST_NAME: pid $pid ($(ps -o args= -p "$pid" 2>/dev/null | cut -c1-60)) ignored SIGTERM, sending SIGKILL" >&2
@@ -179,10 +179,21 @@ step() {
 
 # ---------------------------------------------------------------- waiting
 
-# wait_for TIMEOUT_SECS CMD...: run CMD every 0.1 s until it succeeds; returns 1 on timeout and
-# shows the last attempt's output. Under TCG everything is slow: be generous.
+# nap SECS: sleep SECS (a fraction is fine) without starting a process: a read that times out
+# on a FIFO opened at both ends (so it neither gets data nor EOF), opened per call so that no
+# daemon the test starts inherits it. Under TCG each `sleep` is a fork and an exec, about 35 ms
+# of CPU, and tests run side by side (run-suite -j) share two CPUs.
+mkfifo "$T/nap.fifo"
+nap() {
+    read -rt "$1" _ <>"$T/nap.fifo" || true
+}
+
+# wait_for TIMEOUT_SECS CMD...: run CMD until it succeeds: every 0.1 s for the first 2 s, then
+# every 0.5 s (a --stats with its JSON parsed costs about 0.4 s of CPU under TCG: polling it
+# faster would take one CPU from the test itself). Returns 1 on timeout and shows the last
+# attempt's output. Under TCG everything is slow: be generous.
 wait_for() {
-    local timeout=$1 deadline out
+    local timeout=$1 deadline out start=$SECONDS
     shift
     out=$T/wait_for.out
     deadline=$((SECONDS + timeout))
@@ -195,7 +206,7 @@ wait_for() {
             sed 's/^/  | /' "$out" >&2
             return 1
         fi
-        sleep 0.1
+        if [ $((SECONDS - start)) -lt 2 ]; then nap 0.1; else nap 0.5; fi
     done
 }
 
@@ -236,7 +247,7 @@ _wait_started() {
             fail "$name exited (status $rc) before it was ready; see $name.log"
         fi
         [ "$SECONDS" -lt "$deadline" ] || fail "$name not ready after ${START_TIMEOUT:-120}s"
-        sleep 0.1
+        nap 0.1
     done
 }
 
@@ -610,7 +621,7 @@ qemu_io_read_again() {
     echo "read 0 4096" >&7
     while [ "$SECONDS" -lt "$deadline" ]; do
         qemu_io_reads_above "$1" && return 0
-        sleep 0.1
+        nap 0.1
     done
     return 1
 }
