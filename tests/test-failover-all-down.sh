@@ -1,4 +1,5 @@
 #!/bin/bash
+# test-shares: alone
 # Every target of a hostname= list down: with two targets of one shared export, `nbdkit rdma
 # hostname=A,B timeout=5 keepalive=1` and a qemu-io holding one NBD connection, both targets
 # are killed with SIGKILL; the next read fails with EIO within about the timeout (the library

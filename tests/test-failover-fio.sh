@@ -1,4 +1,5 @@
 #!/bin/bash
+# test-shares: none
 # Failover under load: two targets on two addresses export one shared file; fio random writes
 # with crc32c verify run through `nbdkit rdma hostname=A,B` (two NBD connections), target A is
 # killed with SIGKILL mid-write, both connections fail over to B, and fio's verify of every

@@ -1,4 +1,5 @@
 #!/bin/bash
+# test-shares: none
 # The connections of one device fail over together (initiator/group.c, docs/rbd.md "Failover").
 # Two clients of one export in one process, as the queues of one ublk device or the NBD
 # connections of one nbdkit are (rdmablk-pair), write through targets a and b (hostname=A,B, one

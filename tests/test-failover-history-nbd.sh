@@ -1,5 +1,6 @@
 #!/bin/bash
 # test-timeout: 900
+# test-shares: ceph nbd
 # The history test (tests/test-failover-history.sh, tests/history-lib.sh) with the other client:
 # nbdkit rdma with hostname=A,B and the default timeout and keepalive, and the kernel's
 # nbd-client with two connections, on Debian's 6.1 kernel. Two targets on one RBD image

@@ -1,4 +1,5 @@
 #!/bin/bash
+# test-shares: none
 # A failing backing disk reaches the client as EIO and hurts nothing else: an export on a
 # device-mapper disk whose second half is dm-error. Reads and writes there fail with EIO
 # (rdmablk-io, qemu-io and nbdcopy through NBD), the first half still works; then the whole

@@ -1,4 +1,5 @@
 #!/bin/bash
+# test-shares: none
 # A full backing file system reaches the client as ENOSPC and hurts nothing else: a 64M sparse
 # export on a 4M tmpfs. Writes past the space fail with ENOSPC (rdmablk-io, and qemu-io through
 # nbdkit + the rdma plugin) and the target logs it; reads still work; once a TRIM frees space,

@@ -1,5 +1,6 @@
 #!/bin/bash
 # test-timeout: 600
+# test-shares: none
 # An initiator killed with SIGKILL while its requests are in flight, 50 times: the target keeps
 # serving a concurrent client (rdmablk-io stress on another export, data verified as it goes),
 # and after the 50 kills its open fds and registered memory (MR count and bytes from

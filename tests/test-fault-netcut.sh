@@ -1,4 +1,5 @@
 #!/bin/bash
+# test-shares: alone
 # A network cut: the netdev under an RDMA device goes down while a client does I/O on it, then
 # comes back up. The client's in-flight requests fail cleanly (an errno, no wrong data) within
 # its timeout, a client that starts during the cut fails within its timeout, the target stays

@@ -1,4 +1,5 @@
 #!/bin/bash
+# test-shares: none
 # A failed fdatasync is never forgotten (fsyncgate): after a sync error on an export, every later
 # write and FLUSH on it gets EIO, on every connection, even once the disk works again, until a
 # reload reopens the export; `--stats` shows it as failed meanwhile.

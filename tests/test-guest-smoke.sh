@@ -1,4 +1,5 @@
 #!/bin/bash
+# test-shares: none
 # Soft-RoCE and RDMA CM work: an ACTIVE rxe device is listed by rdma and ibv_devices, an rping
 # server and client exchange data over RDMA CM, and the nbd driver provides /dev/nbd0.
 # In the guest, the 9000-byte MTU of d0 gives rxe an active_mtu of 4096.

@@ -1,4 +1,5 @@
 #!/bin/bash
+# test-shares: none
 # A flood of short hostile connections (rdmablk-hostile churn: destroyed before the accept, no
 # HELLO, a garbage HELLO, a HELLO abandoned before its reply), 4 flooders at once, while a good
 # client on another export keeps writing and reading back verified data with a 30 s timeout: the

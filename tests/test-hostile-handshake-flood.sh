@@ -1,4 +1,5 @@
 #!/bin/bash
+# test-shares: alone
 # A flood of connections held open before authentication (rdmablk-hostile hold) from two source
 # addresses, while a good client connected before it keeps writing and reading back verified
 # data with a 30 s timeout. The target's [target] limits hold: the first address gets

@@ -1,4 +1,5 @@
 #!/bin/bash
+# test-shares: none
 # One tenant cannot starve the shared buffer pool. Six hostile initiators
 # (rdmablk-hostile starve) each connect asking for infinite RNR retry, post no receive after
 # HELLO_REPLY and send 16 READs of 1 MiB, whose replies can never be delivered; 6 x 16 buffers

@@ -1,4 +1,5 @@
 #!/bin/bash
+# test-shares: none
 # A hostile initiator (tests/tools/rdmablk-hostile.c, raw verbs) sends truncated and malformed
 # messages, unknown opcodes and types, non-zero reserved fields, requests before HELLO and a
 # second HELLO, out-of-range, overflowing, oversized and misaligned requests, bogus rkeys and

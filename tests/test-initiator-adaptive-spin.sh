@@ -1,4 +1,5 @@
 #!/bin/bash
+# test-shares: alone
 # The initiator's synchronous wait with busy-poll=adaptive (the nbdkit plugin's path): one
 # thread at a time, its leader polls the CQ for about two mean round trips before it arms and
 # sleeps, so it sleeps in poll() for fewer than half its requests, and every byte still

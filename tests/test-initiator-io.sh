@@ -1,4 +1,5 @@
 #!/bin/bash
+# test-shares: none
 # The initiator library end to end through rdmablk-io: info, pattern write/read-back at odd
 # offsets, FUA, flush, trim, zero, dump against `pattern`, list, a concurrent stress run,
 # busy-poll mode, and errors (unknown export, read-only export) mapped to the right errno.

@@ -1,4 +1,5 @@
 #!/bin/bash
+# test-shares: alone
 # The initiator's leader/follower wait (initiator/NOTES.md): with one thread at a time the
 # caller reaps its own completion, sleeping at most once in poll() per request and never on a
 # condvar; with eight threads on one connection the lead passes between them, every byte still

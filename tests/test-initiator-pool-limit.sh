@@ -1,4 +1,5 @@
 #!/bin/bash
+# test-shares: none
 # A connection registers its request pool only when a request needs it, so a locked-memory
 # limit too small for the pool no longer refuses the connection: as a user without
 # CAP_IPC_LOCK under `ulimit -l 2048`, rdmablk-io connects and an inline 4 KiB write

@@ -1,4 +1,5 @@
 #!/bin/bash
+# test-shares: nbd
 # The kernel NBD client over nbdkit rdma with 4 connections (4 RDMA connections): mkfs.ext4,
 # mount, write files, checksum, unmount, disconnect, reattach, e2fsck -fn, checksums match.
 # shellcheck source=tests/lib.sh

@@ -1,4 +1,5 @@
 #!/bin/bash
+# test-shares: none
 # The metrics listener under bad input (tests/tools/http-hostile.py): methods and paths other
 # than GET /metrics get 404, requests that are not HTTP/1 get 400, a 20 KB request line is
 # closed unanswered, slowloris clients are dropped after the 5 s bound while one more client is

@@ -1,4 +1,5 @@
 #!/bin/bash
+# test-shares: none
 # Prometheus scrapes the target's metrics-listen: promtool check metrics finds no problem in a
 # scrape, a real Prometheus server answers a query for each metric family of a file export,
 # its request counter rises during a fio run through nbdkit rdma, and afterwards the stage

@@ -1,4 +1,5 @@
 #!/bin/bash
+# test-shares: alone
 # The stage histograms explain a slow disk. A block export (direct-io = yes, so that a write
 # reaches the device before it is acknowledged) sits on a dm-delay device over a loop device.
 # fio writes through nbdkit rdma twice: first with no delay, then with 60 ms added to every

@@ -1,4 +1,5 @@
 #!/bin/bash
+# test-shares: none
 # The admin socket: the target makes it mode 0600 where admin-socket says, and a clean exit
 # removes it.
 # shellcheck source=tests/ops-stats-lib.sh

@@ -1,4 +1,5 @@
 #!/bin/bash
+# test-shares: none
 # rdmablk-target --stats: after a known workload the counters match it exactly: requests and
 # bytes per opcode, errors, per export, for a live connection and in total; group-commit
 # coverage; connections, and refusals by reason.

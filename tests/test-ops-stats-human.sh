@@ -1,4 +1,5 @@
 #!/bin/bash
+# test-shares: none
 # rdmablk-target --stats --human renders the counters as a table: exports, latency, group
 # commit and refusals.
 # shellcheck source=tests/ops-stats-lib.sh

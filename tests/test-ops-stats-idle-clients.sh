@@ -1,4 +1,5 @@
 #!/bin/bash
+# test-shares: none
 # Admin clients that connect and never send a request do not stall the target: I/O goes on
 # meanwhile, and the target drops them (after 5 s), after which --stats still answers.
 # shellcheck source=tests/ops-stats-lib.sh

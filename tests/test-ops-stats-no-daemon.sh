@@ -1,4 +1,5 @@
 #!/bin/bash
+# test-shares: none
 # rdmablk-target --stats without a daemon: exit 1 and one clear line on stderr naming the admin
 # socket it could not reach, nothing on stdout.
 # shellcheck source=tests/ops-stats-lib.sh

@@ -1,4 +1,5 @@
 #!/bin/bash
+# test-shares: none
 # stats = no: the target counts no requests (--stats still answers, with "stats": false, and
 # still counts connections).
 # shellcheck source=tests/ops-stats-lib.sh

@@ -1,4 +1,5 @@
 #!/bin/bash
+# test-shares: none
 # With keepalive = 1 the target probes an idle live connection (a zero-length RDMA WRITE): the
 # probes succeed, the connection still serves, and they count as no request.
 # shellcheck source=tests/ops-stats-lib.sh

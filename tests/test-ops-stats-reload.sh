@@ -1,4 +1,5 @@
 #!/bin/bash
+# test-shares: none
 # stats = no, then a SIGHUP with stats = yes: the target counts requests again from then on.
 # shellcheck source=tests/ops-stats-lib.sh
 . "$(dirname "$0")/ops-stats-lib.sh"

@@ -1,4 +1,5 @@
 #!/bin/bash
+# test-shares: alone
 # The target as target/rdmablk-target.service runs it (its User=, Group=, capabilities and
 # NoNewPrivileges=, applied with setpriv): it serves verified I/O over RDMA as the user
 # rdmablk with CAP_IPC_LOCK as its only capability, and that capability is what pins its

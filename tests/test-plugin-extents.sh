@@ -1,4 +1,5 @@
 #!/bin/bash
+# test-shares: none
 # Block status over RDMA on a file export: a 1 GiB sparse file with three data extents, served
 # through nbdkit rdma. nbdinfo --map and qemu-img map list exactly those extents, and nbdcopy to a
 # local file makes the target read only the data (its byte counters), with an identical copy.

@@ -1,4 +1,5 @@
 #!/bin/bash
+# test-shares: none
 # fio's nbd engine through nbdkit rdma: random writes with sizes 512 bytes to 1M, iodepth 32,
 # two jobs (two NBD connections, each its own RDMA connection), verified with crc32c.
 # shellcheck source=tests/lib.sh

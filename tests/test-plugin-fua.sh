@@ -1,4 +1,5 @@
 #!/bin/bash
+# test-shares: none
 # nbdkit rdma passes FUA through natively: FUA writes from an NBD client reach the target as
 # writes carrying the FUA flag, not as a write plus a separate FLUSH (nbdkit's FUA emulation),
 # on a durability = fua export and on a durability = always one.  Counted by the target's

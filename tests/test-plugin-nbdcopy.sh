@@ -1,4 +1,5 @@
 #!/bin/bash
+# test-shares: none
 # nbdcopy a random image onto the export through nbdkit rdma and back: both copies and the
 # target's backing file are identical to the source.
 # shellcheck source=tests/lib.sh

@@ -1,4 +1,5 @@
 #!/bin/bash
+# test-shares: none
 # nbdkit rdma: --dump-plugin reports API 2, parallel, after_fork; nbdinfo sees the export's
 # size, flags (matching what the target grants) and description; a read-only export is
 # read-only; nbdinfo --list lists the target's exports.

@@ -1,4 +1,5 @@
 #!/bin/bash
+# test-shares: none
 # nbdkit rdma parameters: --help documents every one; missing hostname, an unknown or
 # reserved parameter, a bad port, an unknown export, nothing listening, an unreachable
 # host, a bad entry in a hostname= list and a list whose export is not shared each fail

@@ -1,4 +1,5 @@
 #!/bin/bash
+# test-shares: none
 # qemu-img convert a random raw image onto the export through nbdkit rdma, then
 # qemu-img compare them.
 # shellcheck source=tests/lib.sh

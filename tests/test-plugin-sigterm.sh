@@ -1,4 +1,5 @@
 #!/bin/bash
+# test-shares: alone
 # nbdkit rdma exits 0 on a SIGTERM that follows a kernel NBD disconnect at once.
 #
 # nbdkit 1.32 skips .close for a connection that ends after it was told to quit, then calls

@@ -1,4 +1,5 @@
 #!/bin/bash
+# test-shares: ceph
 # RBD exports at rdmablk-target -n and at start: a good rbd: export is "configuration OK"; a
 # wrong pool, a missing image, a wrong ceph-conf, an unreachable mon, a bad ceph-id, a
 # world-readable keyring, a wrong size and ceph-* keys on a file export each give a FILE:LINE

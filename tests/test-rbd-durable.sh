@@ -1,4 +1,5 @@
 #!/bin/bash
+# test-shares: ceph
 # A write that an RBD export acknowledged as durable is in Ceph after the target that
 # acknowledged it was killed -9: rdmablk-durable writes generations of 4 KiB blocks and prints
 # "ACK block gen" for each durable reply; the target is killed mid-run; `rbd export` of the

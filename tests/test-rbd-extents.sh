@@ -1,4 +1,5 @@
 #!/bin/bash
+# test-shares: ceph
 # Block status over RDMA on an RBD export (rbd_diff_iterate2): a 1 GiB thin image with three data
 # extents written through the target, served through nbdkit rdma. nbdinfo --map and qemu-img map
 # list exactly those extents, and nbdcopy to a local file makes the target read only the data

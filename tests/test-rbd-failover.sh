@@ -1,4 +1,5 @@
 #!/bin/bash
+# test-shares: ceph
 # Failover on RBD: two targets, on the two addresses of the guest's netdev, export the same RBD
 # image (rbd:rbd/img0, 64M). fio random writes with crc32c verify run through `nbdkit rdma
 # hostname=A,B` (two NBD connections); target A, which serves both and holds the image's

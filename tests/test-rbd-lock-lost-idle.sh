@@ -1,4 +1,5 @@
 #!/bin/bash
+# test-shares: alone
 # A holder of the image's lock learns that it was blocklisted with no I/O of its own (docs/rbd.md,
 # "A target that lost the lock"): the lock thread's once-a-second check is refused by the OSDs
 # too. One target serves an RBD image; a session writes one block through it, so that it takes

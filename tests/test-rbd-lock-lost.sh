@@ -1,4 +1,5 @@
 #!/bin/bash
+# test-shares: ceph
 # A target fenced off the image fails its initiator over; it does not end its I/O (docs/rbd.md,
 # "A target that lost the lock"). Targets a and b serve one RBD image (hostname=A,B, every
 # default). A client writes a block every 200 ms and reads each back (rdmablk-pair, one client)

@@ -1,4 +1,5 @@
 #!/bin/bash
+# test-shares: ceph
 # A write from an initiator that sends no ttl (one older than it; here rdmablk-io with the
 # RDMABLK_TEST_NO_TTL hook) waits for the image's lock at most 60 s, then fails with EIO; that
 # fails the export, which reopens its image by itself as a new client instance (docs/rbd.md,

@@ -1,4 +1,5 @@
 #!/bin/bash
+# test-shares: ceph
 # Two targets, one image: only the target holding the image's exclusive lock writes it.
 # Target A serves a writer; a write sent to target B meanwhile is not in the image (rbd export)
 # while A lives; once A is killed -9, B takes the lock over (librbd breaks the dead holder's

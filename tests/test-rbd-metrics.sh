@@ -1,4 +1,5 @@
 #!/bin/bash
+# test-shares: ceph
 # The metrics of an RBD export: promtool check metrics finds no problem in a scrape that has
 # the RBD families, and a real Prometheus server answers for the image's lock: state owner
 # while a session that wrote through the target is connected (and none of the other states),

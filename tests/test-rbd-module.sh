@@ -1,4 +1,5 @@
 #!/bin/bash
+# test-shares: none
 # The RBD backend is a module (target/rbd/rbd-module.h), loaded for the first RBD export. A target
 # serving files maps neither librbd nor librados, and its binary does not need them (so neither
 # does --stats). A module that cannot be loaded is an error at -n that names the module and what

@@ -1,4 +1,5 @@
 #!/bin/bash
+# test-shares: ceph nbd
 # An RBD export (path = rbd:rbd/img0) through nbdkit rdma and the kernel NBD client: mkfs.ext4,
 # mount, write files, checksum, unmount, disconnect, reattach, e2fsck -fn, checksums match; and
 # `rbd export` of the image (read by Ceph, not through the target) equals what the client saw.

@@ -1,4 +1,5 @@
 #!/bin/bash
+# test-shares: ceph
 # The Ceph cluster goes away under a running RBD export, and comes back. With verified I/O
 # running (rdmablk-io stress, 2 threads, a 120 s request timeout so that the answer is the
 # target's), the mon and the OSD are stopped (SIGSTOP). The requests in flight, and a read and

@@ -1,4 +1,5 @@
 #!/bin/bash
+# test-shares: alone
 # Two targets, one image: a write that waits at B for the image's exclusive lock, and whose
 # initiator then dies, never lands (docs/durability.md, "Failover").
 #

@@ -1,4 +1,5 @@
 #!/bin/bash
+# test-shares: alone
 # A failover from a hung target fits in the initiator's default timeout, however long Ceph's
 # watch timeout is (docs/rbd.md, "The timing rule"). Targets a and b serve one RBD image; the
 # cluster's watch timeout is 60 s, twice Ceph's default, so that waiting for it cannot fit in

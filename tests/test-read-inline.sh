@@ -1,4 +1,5 @@
 #!/bin/bash
+# test-shares: none
 # A READ of 4 KiB or less comes back in its reply (READ_INLINE): the initiator asks for it in
 # HELLO, the target grants it and logs so, and sends the data in the reply SEND instead of an
 # RDMA WRITE into a window. Through the library's pool path (no direct buffers): an aligned

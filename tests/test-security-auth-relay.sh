@@ -1,4 +1,5 @@
 #!/bin/bash
+# test-shares: none
 # A relayed authentication fails (docs/security.md, "Bound to the connection"). An on-path
 # attacker, tests/tools/rdmablk-relay, poses as the target to a genuine initiator that holds the
 # secret, connects to the real target itself and passes HELLO, CHALLENGE and AUTH through

@@ -1,4 +1,5 @@
 #!/bin/bash
+# test-shares: none
 # A replayed AUTH is refused (docs/security.md): rdmablk-replay records the AUTH of a genuine
 # session on an export with `secret-file =`, then sends it again on a new connection. The
 # target's nonce is fresh for every connection, so the recorded response is wrong there: the

@@ -1,4 +1,5 @@
 #!/bin/bash
+# test-shares: none
 # An export with `secret-file =` serves only an initiator that knows the secret
 # (docs/security.md): the right secret works (data verified); a wrong secret, no secret, and
 # secret files that are readable by others (0644), empty, shorter than 32 bytes or symlinks are

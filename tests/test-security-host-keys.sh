@@ -1,4 +1,5 @@
 #!/bin/bash
+# test-shares: alone
 # Per-initiator secrets (`allow = ADDRESS secret-file=PATH`, rdmablk.conf(5)): two initiator
 # addresses on one export, each with a key of its own. Each host's own key works (data written
 # and read back verified); the other host's key is refused, and so is the export-wide

@@ -1,4 +1,5 @@
 #!/bin/bash
+# test-shares: none
 # LIST does not advertise secret-protected exports: an export with a secret-file (or whose allow
 # line gives the asking peer a key of its own) is left out of LIST replies unless it says
 # `listed = yes`; `listed = no` hides any export. A hidden export still serves whoever names it

@@ -1,4 +1,5 @@
 #!/bin/bash
+# test-shares: none
 # Scoped exposure of initiator memory (docs/security.md): a hostile fake target
 # (tests/tools/rdmablk-mw-check) keeps the key of a completed READ and RDMA WRITEs with it
 # again after its reply. With memory windows (mr=window) that write must fail with a

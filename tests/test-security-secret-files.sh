@@ -1,4 +1,5 @@
 #!/bin/bash
+# test-shares: none
 # The target refuses a secret file in its config that others could read or swap
 # (docs/security.md): `rdmablk-target -n` fails, naming why, for a secret-file readable by
 # others (0644), shorter than 32 bytes, a symlink, or owned by another user; the same config

@@ -1,4 +1,5 @@
 #!/bin/bash
+# test-shares: none
 # allow = lists: an export whose list excludes the initiator refuses it with EACCES at HELLO
 # and is hidden from LIST; a target none of whose exports allow the initiator refuses the
 # RDMA CM connection itself with EACCES. Allowed exports keep working.

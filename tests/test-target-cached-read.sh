@@ -1,4 +1,5 @@
 #!/bin/bash
+# test-shares: alone
 # READs whose data is wholly in the page cache are served on the target's event loop
 # (preadv2 RWF_NOWAIT) without a worker round trip; the others still go to a worker. The
 # export lives on ext4 (a loop device), where RWF_NOWAIT works; tmpfs, where the other tests

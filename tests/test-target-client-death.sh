@@ -1,4 +1,5 @@
 #!/bin/bash
+# test-shares: none
 # An initiator that dies mid-request (kill -9 of a stress client, 10 times): the target keeps
 # serving other clients, frees every connection, and its open fd count returns to where it
 # was: nothing leaks.

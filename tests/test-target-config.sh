@@ -1,4 +1,5 @@
 #!/bin/bash
+# test-shares: none
 # rdmablk-target -n: a good config prints "configuration OK" and exits 0; a bad one prints
 # every error as FILE:LINE: message and exits 1; a writable export with neither secret-file nor
 # allow list is valid but warned about as FILE:LINE. No RDMA needed; -n never creates files.

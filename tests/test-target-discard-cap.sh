@@ -1,4 +1,5 @@
 #!/bin/bash
+# test-shares: none
 # TRIM and WRITE_ZEROES are capped and run in pieces: one longer than
 # RB_DISCARD_MAX (1 GiB) gets EINVAL; one of 1 GiB runs as 64 MiB pieces, one after the other;
 # a connection never runs more of them at once than its slow-job slots (io-threads / 2), however

@@ -1,4 +1,5 @@
 #!/bin/bash
+# test-shares: none
 # Backing I/O runs on the engine `io-engine =` names, with the same results on either. One
 # run per engine, each with a fresh target on a 16M file export, over real RDMA:
 #  - io_uring (the default): READs, WRITEs (inline and RDMA READ), FUA writes, FLUSH and TRIM

@@ -1,4 +1,5 @@
 #!/bin/bash
+# test-shares: none
 # Many clients at once through a pool much smaller than their outstanding I/O: requests wait
 # for buffers, they do not fail. Two stress clients (rdmablk-io stress, 16 deep, verified) on
 # two exports and three writers on a third, through a buffer pool of two buffers; every write

@@ -1,4 +1,5 @@
 #!/bin/bash
+# test-shares: none
 # Each request type does what it says, through the real initiator: data read back matches,
 # and the backing file holds exactly the pattern written (cmp), for inline writes and RDMA
 # READ/WRITE sizes up to and beyond max-io; FUA, FLUSH, TRIM and WRITE_ZEROES; a write past

@@ -1,4 +1,5 @@
 #!/bin/bash
+# test-shares: alone
 # Small WRITEs (those that travel inline in their request) go into the page cache on the
 # target's event loop with one pwrite, with no io_uring or worker trip, while the page cache
 # is far from dirty throttling (target/io/pagecache.h); larger ones still go to the ioq. Checked

@@ -1,4 +1,5 @@
 #!/bin/bash
+# test-shares: none
 # `max-connections = N` per export (docs/security.md): with one session holding an export of
 # max-connections = 1, another connection to it gets EBUSY at HELLO, and succeeds once the
 # holder closes.

@@ -1,4 +1,5 @@
 #!/bin/bash
+# test-shares: none
 # A read-only export serves reads but refuses WRITE, TRIM, WRITE_ZEROES and FLUSH with EPERM,
 # and its backing file is left untouched.
 # shellcheck source=tests/lib.sh

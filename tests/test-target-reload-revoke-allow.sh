@@ -1,4 +1,5 @@
 #!/bin/bash
+# test-shares: none
 # A reload that removes a connected initiator's address from an export's allow list revokes
 # its connection: the target drains it (what it sent finishes) and closes it within a bound,
 # logging why and counting it in --stats; its reconnect, and any new connection, is refused

@@ -1,4 +1,5 @@
 #!/bin/bash
+# test-shares: none
 # A reload that rotates an export's secret-file (same path, new key) or adds one revokes the
 # connections that authenticated with the old key, or with none: the target drains and closes
 # them within a bound, logs why and counts them in --stats, and their reconnects (old key, or

@@ -1,4 +1,5 @@
 #!/bin/bash
+# test-shares: none
 # A reload after an export's backing file shrank revokes the connections that negotiated the old
 # size (they could still address, and write, beyond the new end): the target drains and closes
 # them within a bound, logs why and counts them in --stats; the client's reconnect sees the size

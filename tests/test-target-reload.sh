@@ -1,4 +1,5 @@
 #!/bin/bash
+# test-shares: none
 # SIGHUP re-reads the config: an added export becomes available, a removed one disappears
 # (its connected client is disconnected after its in-flight requests), a config with errors
 # is logged and the old one kept, and a listen/port change is logged as needing a restart.

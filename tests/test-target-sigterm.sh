@@ -1,4 +1,5 @@
 #!/bin/bash
+# test-shares: none
 # SIGTERM with I/O in flight: the target stops accepting, finishes what it received, flushes
 # and exits 0, removing its pidfile; every write that was acknowledged is in the backing file.
 # shellcheck source=tests/lib.sh

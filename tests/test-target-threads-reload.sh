@@ -1,4 +1,5 @@
 #!/bin/bash
+# test-shares: none
 # threads = 2: a reload that revokes two exports' address reaches their connections on both
 # event loops, while the two other clients, on both loops too, are untouched and verify their
 # data.

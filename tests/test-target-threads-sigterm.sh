@@ -1,4 +1,5 @@
 #!/bin/bash
+# test-shares: none
 # threads = 2: SIGTERM drains a connection on each event loop and the target exits 0.
 # shellcheck source=tests/threads-lib.sh
 . "$(dirname "$0")/threads-lib.sh"

@@ -1,5 +1,6 @@
 #!/bin/bash
 # guest-kernel: 6.12
+# test-shares: alone
 # rdmablk-ublk's default wait, busy-poll=adaptive: fio writes and reads back crc32c-verified data
 # at QD1 and QD8 (replies reaped by the spin's unarmed polls, and by arming before a sleep), at
 # QD1 the queue thread sleeps about once per IO (for the next request) instead of twice, and

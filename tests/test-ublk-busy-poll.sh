@@ -1,5 +1,6 @@
 #!/bin/bash
 # guest-kernel: 6.12
+# test-shares: alone
 # rdmablk-ublk with busy-poll=yes: fio libaio writes and reads back crc32c-verified data at QD1
 # and QD8, and at QD1 the queue thread sleeps about once per IO (for the next request), not
 # twice (for the request, then for its reply), counted from its voluntary context switches. The

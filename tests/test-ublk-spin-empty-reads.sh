@@ -1,5 +1,6 @@
 #!/bin/bash
 # guest-kernel: 6.12
+# test-shares: alone
 # busy-poll=adaptive reads a completion channel only when it can hold an event: over 2000 QD1
 # and 2000 QD8 4 KiB reads, the server's exit lines count under 0.5 empty reads of its
 # connections' completion channels per request (0.19 seen). Negative control, run once by hand
