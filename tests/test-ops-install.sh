@@ -1,5 +1,5 @@
 #!/bin/bash
-# test-shares: alone
+# test-shares: sysuser
 # make install: into a DESTDIR it lays out the binary, the nbdkit plugin under nbdkit's
 # plugindir, the systemd unit and its sysusers.d file, the example config under etc/rdmablk
 # and the man pages;

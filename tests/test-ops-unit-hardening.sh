@@ -1,5 +1,5 @@
 #!/bin/bash
-# test-shares: alone
+# test-shares: sysuser
 # The unit make install lays out is hardened: it runs as the user rdmablk with CAP_IPC_LOCK as
 # its only capability, its sysusers.d file makes that user, and `systemd-analyze security`
 # rates its exposure below UNIT_EXPOSURE_MAX. Measured with systemd 252: 6.6 (MEDIUM) for the

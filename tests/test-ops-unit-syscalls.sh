@@ -1,5 +1,5 @@
 #!/bin/bash
-# test-shares: alone
+# test-shares: sysuser
 # The unit's sandbox lets the target do what it does: traced with strace while it starts with
 # the unit's identity, serves reads, writes, FUA writes, flushes, trims, zeroes and a stress run
 # over RDMA, answers --stats, reloads and stops, every system call it makes is one the unit's

@@ -1,5 +1,5 @@
 #!/bin/bash
-# test-shares: alone
+# test-shares: sysuser
 # The target as target/rdmablk-target.service runs it (its User=, Group=, capabilities and
 # NoNewPrivileges=, applied with setpriv): it serves verified I/O over RDMA as the user
 # rdmablk with CAP_IPC_LOCK as its only capability, and that capability is what pins its

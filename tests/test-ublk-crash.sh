@@ -1,6 +1,6 @@
 #!/bin/bash
 # guest-kernel: 6.12
-# test-shares: ublk
+# test-shares: alone
 # The rdmablk-ublk server is killed (-9) with I/O running: nothing hangs (the kernel fails the
 # device's I/O and removes /dev/ublkbN once its server is gone; `list` still shows it, dead),
 # `rdmablk-ublk del` removes what is left, and a new `add` on the same export serves the data

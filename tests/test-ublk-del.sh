@@ -1,6 +1,6 @@
 #!/bin/bash
 # guest-kernel: 6.12
-# test-shares: ublk
+# test-shares: alone
 # rdmablk-ublk del while fio writes to the device: del returns, the device and its server are
 # gone, fio ends (its I/O after the removal fails; what it had in flight was drained), nothing
 # is left in `list`, and a new device on the export serves verified I/O.

@@ -1,6 +1,6 @@
 #!/bin/bash
 # guest-kernel: 6.12
-# test-shares: ublk
+# test-shares: alone
 # rdmablk-ublk: bad parameters and commands fail with a clear message naming what was wrong,
 # exit non-zero, and leave no ublk device behind; the keys and messages are the plugin's
 # (one parser, initiator/params.c).

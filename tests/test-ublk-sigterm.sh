@@ -1,6 +1,6 @@
 #!/bin/bash
 # guest-kernel: 6.12
-# test-shares: ublk
+# test-shares: alone
 # SIGTERM to the rdmablk-ublk server while fio writes: the server drains in-flight I/O,
 # removes the device and exits; nothing is left in `list`.
 # shellcheck source=tests/ublk-lib.sh
