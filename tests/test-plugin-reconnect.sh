@@ -1,5 +1,5 @@
 #!/bin/bash
-# test-shares: alone
+# test-shares: none
 # Reconnect and keepalive.  (1) rdmablk-io stress and (2) an nbdcopy through nbdkit keep
 # running while the target is killed with SIGKILL and restarted: both complete and the data
 # verifies.  (3) With timeout=5 keepalive=1, a request to a SIGSTOPped target fails with EIO
