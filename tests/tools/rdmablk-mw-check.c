@@ -25,13 +25,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fake-target.h"
 #include "internal.h"
-#include "raw-client.h"
 #include "util.h"
 
 #define LEN        4096
-#define NRECV      4
-#define DEADLINE_S 60
 
 static const char *addr;
 static uint16_t port = 10899;
@@ -41,7 +39,6 @@ static int mr_static, no_inv;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t cond = PTHREAD_COND_INITIALIZER;
 static int listening, go_stale, stale_done, target_failed;
-static enum ibv_wc_status stale_status = IBV_WC_SUCCESS;
 
 static void
 set_flag(int *flag)
@@ -59,7 +56,7 @@ wait_flag(int *flag)
 	int r = 0;
 
 	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_sec += DEADLINE_S;
+	ts.tv_sec += FAKE_DEADLINE_S;
 	pthread_mutex_lock(&lock);
 	while (!*flag && !target_failed && r != ETIMEDOUT)
 		r = pthread_cond_timedwait(&cond, &lock, &ts);
@@ -78,158 +75,47 @@ tfail(const char *what)
 	pthread_mutex_unlock(&lock);
 }
 
-struct fake {
-	struct rdma_cm_id *id;
-	struct ibv_pd *pd;
-	struct ibv_cq *cq;
-	struct ibv_mr *recv_mr, *send_mr, *data_mr;
-	struct raw_stash stash;     /* receives seen while waiting for a send */
-	uint8_t recv[NRECV][RB_MSG_BUF_SIZE];
-	uint8_t send[RB_CTRL_MSG_MAX];
-	uint8_t data[LEN], stale[LEN];
-};
-
-static int
-post_recv(struct fake *f, unsigned i)
-{
-	return raw_post_recv(f->id->qp, i, f->recv[i], RB_MSG_BUF_SIZE, f->recv_mr->lkey);
-}
-
-/* Wait for a receive. */
-static int
-recv_msg(struct fake *f, uint32_t *len, unsigned *idx)
-{
-	struct ibv_wc wc;
-
-	if (raw_poll_kind(f->cq, &f->stash, 1, &wc, deadline_after_s(DEADLINE_S)) < 0)
-		return -1;
-	if (wc.status != IBV_WC_SUCCESS) {
-		fprintf(stderr, "rdmablk-mw-check: fake target: wc %s\n",
-			ibv_wc_status_str(wc.status));
-		return -1;
-	}
-	*len = wc.byte_len;
-	*idx = (unsigned)wc.wr_id;
-	return 0;
-}
-
-static int
-post_send(struct fake *f, struct ibv_send_wr *wr)
-{
-	struct ibv_send_wr *bad;
-	struct ibv_wc wc;
-
-	wr->send_flags |= IBV_SEND_SIGNALED;
-	if (ibv_post_send(f->id->qp, wr, &bad) != 0 ||
-	    raw_poll_kind(f->cq, &f->stash, 0, &wc, deadline_after_s(DEADLINE_S)) < 0)
-		return -1;
-	stale_status = wc.status;
-	return 0;
-}
-
-/* Static: the verbs objects stay reachable until the process exits. */
-static struct fake fake_mem;
-static struct rdma_event_channel *ch;
-static struct rdma_cm_id *listen_id;
+/* Static: the verbs objects stay reachable until the process exits.  Its
+ * data area holds the good data, then the stale bytes. */
+static struct fake_target fake_mem;
 
 static void *
 fake_target(void *arg)
 {
-	struct fake *f = &fake_mem;
-	struct rdma_cm_event *ev;
-	struct sockaddr_storage ss;
-	socklen_t sslen;
-	const char *what = "ibv_alloc_pd";
-	struct rdma_conn_param param;
-	uint8_t priv[sizeof(struct rb_conn_priv)];
+	struct fake_target *f = &fake_mem;
+	uint8_t *data = f->data, *stale = f->data + LEN;
+	const char *what = "";
 	struct rb_hello_info h;
-	struct rb_export_info e;
 	struct rb_req_info req;
 	struct rb_rep_info rep;
 	struct ibv_sge sge;
 	struct ibv_send_wr wr;
 	const char *why = "";
 	uint32_t len;
-	unsigned i, idx;
+	unsigned idx;
 
 	(void)arg;
-	ch = rdma_create_event_channel();
-	if (ch == NULL || rb_sockaddr_parse(addr, port, &ss, &sslen) < 0 ||
-	    rdma_create_id(ch, &listen_id, NULL, RDMA_PS_TCP) != 0 ||
-	    rdma_bind_addr(listen_id, (struct sockaddr *)&ss) != 0 ||
-	    rdma_listen(listen_id, 1) != 0) {
-		tfail("listen");
-		return NULL;
-	}
-	set_flag(&listening);
-	if (rdma_get_cm_event(ch, &ev) != 0 || ev->event != RDMA_CM_EVENT_CONNECT_REQUEST) {
-		tfail("no CONNECT_REQUEST");
-		return NULL;
-	}
-	f->id = ev->id;
-	rdma_ack_cm_event(ev);
-	f->pd = ibv_alloc_pd(f->id->verbs);
-	if (f->pd == NULL || raw_qp_create(f->id, f->pd, NULL, 8, NRECV, 64, &f->cq, &what) < 0) {
+	if (fake_listen(f, addr, port, &what) < 0) {
 		tfail(what);
 		return NULL;
 	}
-	memset(f->data, 0xab, LEN);
-	memset(f->stale, 0xee, LEN);
-	f->recv_mr = ibv_reg_mr(f->pd, f->recv, sizeof(f->recv), IBV_ACCESS_LOCAL_WRITE);
-	f->send_mr = ibv_reg_mr(f->pd, f->send, sizeof(f->send), 0);
-	f->data_mr = ibv_reg_mr(f->pd, f->data, sizeof(f->data) + sizeof(f->stale),
-				IBV_ACCESS_LOCAL_WRITE);
-	if (f->recv_mr == NULL || f->send_mr == NULL || f->data_mr == NULL) {
-		tfail("ibv_reg_mr");
+	set_flag(&listening);
+	if (fake_accept(f, &what) < 0) {
+		tfail(what);
 		return NULL;
 	}
-	for (i = 0; i < NRECV; i++)
-		if (post_recv(f, i) != 0) {
-			tfail("ibv_post_recv");
-			return NULL;
-		}
-	rb_conn_priv_encode(priv, RB_OK, 2);
-	memset(&param, 0, sizeof(param));
-	param.private_data = priv;
-	param.private_data_len = sizeof(priv);
-	param.initiator_depth = 1;
-	param.retry_count = 7;
-	param.rnr_retry_count = 7;
-	if (rdma_accept(f->id, &param) != 0) {
-		tfail("rdma_accept");
-		return NULL;
-	}
+	memset(data, 0xab, LEN);
+	memset(stale, 0xee, LEN);
 	/* HELLO -> HELLO_REPLY */
-	if (recv_msg(f, &len, &idx) < 0 || rb_hello_decode(f->recv[idx], len, &h, &why) < 0) {
+	if (fake_hello(f, 0, &h, &why) < 0) {
 		fprintf(stderr, "rdmablk-mw-check: fake target: HELLO: %s\n", why);
 		tfail("HELLO");
 		return NULL;
 	}
 	printf("fake target: HELLO flags %#x (SEND_INV %s)\n", h.flags,
 	       h.flags & RB_HELLO_SEND_INV ? "yes" : "no");
-	post_recv(f, idx);
-	memset(&e, 0, sizeof(e));
-	e.status = RB_OK;
-	e.queue_depth = 2;
-	e.size = 1 << 20;
-	e.min_block = 512;
-	e.pref_block = 4096;
-	e.max_io = h.max_io < 65536 ? h.max_io : 65536;
-	e.inline_max = 0;
-	memset(&sge, 0, sizeof(sge));
-	memset(&wr, 0, sizeof(wr));
-	sge.addr = (uintptr_t)f->send;
-	sge.length = (uint32_t)rb_hello_reply_encode(f->send, &e);
-	sge.lkey = f->send_mr->lkey;
-	wr.sg_list = &sge;
-	wr.num_sge = 1;
-	wr.opcode = IBV_WR_SEND;
-	if (post_send(f, &wr) < 0 || stale_status != IBV_WC_SUCCESS) {
-		tfail("HELLO_REPLY");
-		return NULL;
-	}
 	/* REQUEST (READ) -> RDMA WRITE + reply */
-	if (recv_msg(f, &len, &idx) < 0 || rb_request_decode(f->recv[idx], len, &req, &why) < 0 ||
+	if (fake_recv(f, &len, &idx) < 0 || rb_request_decode(f->recv[idx], len, &req, &why) < 0 ||
 	    req.opcode != RB_OP_READ || req.length > LEN) {
 		fprintf(stderr, "rdmablk-mw-check: fake target: REQUEST: %s\n", why);
 		tfail("REQUEST");
@@ -237,9 +123,10 @@ fake_target(void *arg)
 	}
 	printf("fake target: READ %u bytes to addr %#llx rkey %#x\n", req.length,
 	       (unsigned long long)req.addr, req.rkey);
-	post_recv(f, idx);
+	fake_repost(f, idx);
+	memset(&sge, 0, sizeof(sge));
 	memset(&wr, 0, sizeof(wr));
-	sge.addr = (uintptr_t)f->data;
+	sge.addr = (uintptr_t)data;
 	sge.length = req.length;
 	sge.lkey = f->data_mr->lkey;
 	wr.sg_list = &sge;
@@ -247,9 +134,9 @@ fake_target(void *arg)
 	wr.opcode = IBV_WR_RDMA_WRITE;
 	wr.wr.rdma.remote_addr = req.addr;
 	wr.wr.rdma.rkey = req.rkey;
-	if (post_send(f, &wr) < 0 || stale_status != IBV_WC_SUCCESS) {
+	if (fake_send(f, &wr) < 0 || f->send_status != IBV_WC_SUCCESS) {
 		fprintf(stderr, "rdmablk-mw-check: fake target: first write: %s\n",
-			ibv_wc_status_str(stale_status));
+			ibv_wc_status_str(f->send_status));
 		tfail("first RDMA WRITE");
 		return NULL;
 	}
@@ -268,7 +155,7 @@ fake_target(void *arg)
 	}
 	printf("fake target: reply with %s\n", wr.opcode == IBV_WR_SEND_WITH_INV ?
 	       "SEND_WITH_INV" : "a plain SEND");
-	if (post_send(f, &wr) < 0 || stale_status != IBV_WC_SUCCESS) {
+	if (fake_send(f, &wr) < 0 || f->send_status != IBV_WC_SUCCESS) {
 		tfail("reply");
 		return NULL;
 	}
@@ -276,7 +163,7 @@ fake_target(void *arg)
 	if (wait_flag(&go_stale) < 0)
 		return NULL;
 	memset(&wr, 0, sizeof(wr));
-	sge.addr = (uintptr_t)f->stale;
+	sge.addr = (uintptr_t)stale;
 	sge.length = req.length;
 	sge.lkey = f->data_mr->lkey;
 	wr.sg_list = &sge;
@@ -284,12 +171,11 @@ fake_target(void *arg)
 	wr.opcode = IBV_WR_RDMA_WRITE;
 	wr.wr.rdma.remote_addr = req.addr;
 	wr.wr.rdma.rkey = req.rkey;
-	if (post_send(f, &wr) < 0) {
+	if (fake_send(f, &wr) < 0) {
 		tfail("stale RDMA WRITE");
 		return NULL;
 	}
 	set_flag(&stale_done);
-	/* Leak the verbs objects: the process exits right after. */
 	return NULL;
 }
 
@@ -357,7 +243,7 @@ main(int argc, char **argv)
 	cfg.max_io = 65536;
 	cfg.stats = &stats;
 	cfg.mr_static = mr_static;
-	r = rb_conn_create(&cfg, 0, rb_now_ns() + DEADLINE_S * 1000000000ull, &conn, errbuf);
+	r = rb_conn_create(&cfg, 0, rb_now_ns() + FAKE_DEADLINE_S * 1000000000ull, &conn, errbuf);
 	if (r < 0) {
 		fprintf(stderr, "rdmablk-mw-check: connect: %s\n", errbuf);
 		return 1;
@@ -369,7 +255,7 @@ main(int argc, char **argv)
 	io.length = LEN;
 	io.rbuf = buf;
 	io.copy_len = LEN;
-	r = rb_conn_request(conn, &io, rb_now_ns() + DEADLINE_S * 1000000000ull);
+	r = rb_conn_request(conn, &io, rb_now_ns() + FAKE_DEADLINE_S * 1000000000ull);
 	memset(want, 0xab, sizeof(want));
 	if (r < 0 || memcmp(buf, want, LEN) != 0) {
 		fprintf(stderr, "rdmablk-mw-check: READ failed (%d) or wrong data\n", r);
@@ -383,12 +269,12 @@ main(int argc, char **argv)
 		return 1;
 	}
 	modified = pool_has_stale(conn) || memcmp(buf, want, LEN) != 0;
-	printf("stale write: %s; initiator memory: %s\n", ibv_wc_status_str(stale_status),
+	printf("stale write: %s; initiator memory: %s\n", ibv_wc_status_str(fake_mem.send_status),
 	       modified ? "MODIFIED" : "untouched");
 	if (mr_static)
-		ok = stale_status == IBV_WC_SUCCESS && modified;
+		ok = fake_mem.send_status == IBV_WC_SUCCESS && modified;
 	else
-		ok = stale_status == IBV_WC_REM_ACCESS_ERR && !modified && conn->use_mw;
+		ok = fake_mem.send_status == IBV_WC_REM_ACCESS_ERR && !modified && conn->use_mw;
 	rb_conn_unref(conn);
 	pthread_join(th, NULL);
 	return ok ? 0 : 1;

@@ -1,0 +1,59 @@
+/* fake-target: the passive side of one rdmablk connection on librdmacm and
+ * libibverbs directly, for test tools that play a target misbehaving on
+ * purpose next to the real initiator library in the same process
+ * (rdmablk-mw-check: a stale key; rdmablk-bad-reply: data nobody asked
+ * for).  It listens, accepts one initiator, answers its HELLO, and then
+ * receives requests and sends what the tool builds.  Every wait is bounded
+ * (FAKE_DEADLINE_S).  The verbs objects are never freed: each tool exits
+ * right after its one connection. */
+#ifndef RDMABLK_TESTS_FAKE_TARGET_H
+#define RDMABLK_TESTS_FAKE_TARGET_H
+
+#include <stdint.h>
+
+#include <infiniband/verbs.h>
+#include <rdma/rdma_cma.h>
+
+#include "protocol.h"
+#include "raw-client.h"
+
+#define FAKE_NRECV       4
+#define FAKE_DATA        (2 * RB_READ_INLINE_MAX)
+#define FAKE_DEADLINE_S  60
+
+struct fake_target {
+	struct rdma_event_channel *ch;
+	struct rdma_cm_id *listen_id, *id;
+	struct ibv_pd *pd;
+	struct ibv_cq *cq;
+	struct ibv_mr *recv_mr, *send_mr, *data_mr;
+	struct raw_stash stash;          /* receives seen while waiting for a send */
+	enum ibv_wc_status send_status;  /* of the last fake_send */
+	uint8_t recv[FAKE_NRECV][RB_MSG_BUF_SIZE];
+	uint8_t send[sizeof(struct rb_reply) + RB_READ_INLINE_MAX];
+	uint8_t data[FAKE_DATA];         /* registered for local access only */
+};
+
+/* Listen on addr:port.  0, or -1 with *what naming the failed call. */
+int fake_listen(struct fake_target *f, const char *addr, uint16_t port, const char **what);
+/* Wait for one CONNECT_REQUEST, set up its QP, buffers and receives, and
+ * accept it with a queue depth of 2.  0, or -1 with *what set. */
+int fake_accept(struct fake_target *f, const char **what);
+/* The next receive: its length and buffer index.  0, or -1 (a failed
+ * completion, or none within the deadline; printed). */
+int fake_recv(struct fake_target *f, uint32_t *len, unsigned *idx);
+/* Post the receive buffer idx again.  ibv_post_recv's code. */
+int fake_repost(struct fake_target *f, unsigned idx);
+/* Post wr signaled and wait for its completion, whose status lands in
+ * f->send_status.  0, or -1 when it could not be posted or did not
+ * complete in time. */
+int fake_send(struct fake_target *f, struct ibv_send_wr *wr);
+/* Answer the HELLO: a 1 MiB export, queue depth 2, max_io up to 64 KiB,
+ * no inline writes, and inline reads (READ_INLINE) when read_inline is set
+ * and the HELLO asked for them.  0, or -1 with *why set. */
+int fake_hello(struct fake_target *f, int read_inline, struct rb_hello_info *h,
+	       const char **why);
+/* Wait up to s seconds for the initiator to disconnect.  1 if it did. */
+int fake_wait_disconnect(struct fake_target *f, unsigned s);
+
+#endif
