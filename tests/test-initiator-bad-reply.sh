@@ -1,0 +1,38 @@
+#!/bin/bash
+# test-shares: none
+# The initiator refuses a READ reply that carries data it did not ask for (docs/protocol.md,
+# "Inline reads"): a fake target (tests/tools/rdmablk-bad-reply) grants inline reads, then
+# answers a 64 KiB READ that went by RDMA WRITE with 64 bytes of data in the reply, or a 4 KiB
+# inline READ with 100 bytes. Either is a protocol violation: the READ fails, the initiator
+# closes the connection, and the caller's buffer is left as it was (nothing of the reply is
+# copied). The control: the same fake target's correct inline reply, 4096 bytes, is accepted
+# and its data lands in the caller's buffer.
+# shellcheck source=tests/lib.sh
+. "$(dirname "$0")/lib.sh"
+
+require_rdma
+requires_file "$BUILD/tests/rdmablk-bad-reply"
+
+bad_reply() { timeout 120 "$BUILD/tests/rdmablk-bad-reply" -a "$RDMABLK_ADDR" "$@"; }
+
+step good bad_reply -p 10895 -m good || fail "control: the correct inline reply was not accepted"
+grep -q 'fake target: READ of 4096 bytes, inline' "$LOGS/good.log" || fail "control: the READ was not inline"
+grep -q "READ: OK (no error); caller's buffer: the data; connection: up" "$LOGS/good.log" ||
+    fail "control: unexpected result"
+ok "control: a correct inline reply of 4096 bytes is accepted, its data in the caller's buffer"
+
+step unasked bad_reply -p 10896 -m unasked || fail "data in the reply to a READ by RDMA WRITE was accepted"
+grep -q 'fake target: READ of 65536 bytes, by RDMA WRITE' "$LOGS/unasked.log" ||
+    fail "unasked: the READ did not go by RDMA WRITE"
+grep -q 'bad reply: 64 bytes of data in the reply to a READ that asked for none' "$LOGS/unasked.log" ||
+    fail "unasked: no error naming the unasked data"
+grep -q "READ: FAILED (.*); caller's buffer: untouched; connection: closed by the initiator" \
+    "$LOGS/unasked.log" || fail "unasked: unexpected result"
+ok "64 bytes of data in the reply to a READ by RDMA WRITE: refused, the connection closed"
+
+step short bad_reply -p 10897 -m short || fail "a short inline reply was accepted"
+grep -q 'bad reply: 100 bytes of data in the reply to a READ that asked for another length' \
+    "$LOGS/short.log" || fail "short: no error naming the length"
+grep -q "READ: FAILED (.*); caller's buffer: untouched; connection: closed by the initiator" \
+    "$LOGS/short.log" || fail "short: unexpected result"
+ok "100 bytes in the reply to an inline READ of 4096: refused, the connection closed"
