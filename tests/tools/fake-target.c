@@ -2,8 +2,10 @@
  * (tests/tools/fake-target.h). */
 #include <errno.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "fake-target.h"
 #include "util.h"
@@ -136,14 +138,8 @@ fake_hello(struct fake_target *f, int read_inline, struct rb_hello_info *h, cons
 	e.max_io = h->max_io < 65536 ? h->max_io : 65536;
 	if (read_inline && (h->flags & RB_HELLO_READ_INLINE))
 		e.flags |= RB_EXP_READ_INLINE;
-	memset(&sge, 0, sizeof(sge));
-	memset(&wr, 0, sizeof(wr));
-	sge.addr = (uintptr_t)f->send;
-	sge.length = (uint32_t)rb_hello_reply_encode(f->send, &e);
-	sge.lkey = f->send_mr->lkey;
-	wr.sg_list = &sge;
-	wr.num_sge = 1;
-	wr.opcode = IBV_WR_SEND;
+	fake_wr(&wr, &sge, f->send, (uint32_t)rb_hello_reply_encode(f->send, &e),
+		f->send_mr->lkey, IBV_WR_SEND);
 	*why = "HELLO_REPLY not sent";
 	return fake_send(f, &wr) < 0 || f->send_status != IBV_WC_SUCCESS ? -1 : 0;
 }
@@ -165,4 +161,144 @@ fake_wait_disconnect(struct fake_target *f, unsigned s)
 		rdma_ack_cm_event(ev);
 	}
 	return gone;
+}
+
+void
+fake_wr(struct ibv_send_wr *wr, struct ibv_sge *sge, const void *addr, uint32_t len,
+	uint32_t lkey, enum ibv_wr_opcode opcode)
+{
+	memset(sge, 0, sizeof(*sge));
+	memset(wr, 0, sizeof(*wr));
+	sge->addr = (uintptr_t)addr;
+	sge->length = len;
+	sge->lkey = lkey;
+	wr->sg_list = sge;
+	wr->num_sge = 1;
+	wr->opcode = opcode;
+}
+
+static pthread_mutex_t flag_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t flag_cond = PTHREAD_COND_INITIALIZER;
+static int failed;
+
+void
+fake_set(int *flag)
+{
+	pthread_mutex_lock(&flag_lock);
+	*flag = 1;
+	pthread_cond_broadcast(&flag_cond);
+	pthread_mutex_unlock(&flag_lock);
+}
+
+int
+fake_wait(int *flag)
+{
+	struct timespec ts;
+	int r = 0;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += FAKE_DEADLINE_S;
+	pthread_mutex_lock(&flag_lock);
+	while (!*flag && !failed && r != ETIMEDOUT)
+		r = pthread_cond_timedwait(&flag_cond, &flag_lock, &ts);
+	r = *flag ? 0 : -1;
+	pthread_mutex_unlock(&flag_lock);
+	return r;
+}
+
+void
+fake_fail(const char *what)
+{
+	fprintf(stderr, "fake target: %s (errno: %s)\n", what, strerror(errno));
+	fake_set(&failed);
+}
+
+int
+fake_start(void *(*fn)(void *), pthread_t *th, int *listening)
+{
+	if (pthread_create(th, NULL, fn, NULL) != 0)
+		return -1;
+	return fake_wait(listening);
+}
+
+static const char *log_tool = "";
+
+static void
+log_fn(enum rb_log_level level, const char *msg)
+{
+	fprintf(stderr, "%s: initiator: %s: %s\n", log_tool, rb_log_level_name(level), msg);
+}
+
+int
+fake_initiator(const char *tool, const char *addr, uint16_t port, uint32_t max_io,
+	       int mr_static, struct rb_stats *stats, struct rb_conn **conn)
+{
+	struct rb_conn_cfg cfg;
+	char errbuf[RB_ERRBUF] = "";
+
+	log_tool = tool;
+	rb_set_log(log_fn);
+	memset(&cfg, 0, sizeof(cfg));
+	memset(stats, 0, sizeof(*stats));
+	snprintf(cfg.host, sizeof(cfg.host), "%s", addr);
+	cfg.port = port;
+	snprintf(cfg.export_name, sizeof(cfg.export_name), "fake");
+	cfg.queue_depth = 2;
+	cfg.max_io = max_io;
+	cfg.stats = stats;
+	cfg.mr_static = mr_static;
+	if (rb_conn_create(&cfg, 0, rb_now_ns() + FAKE_DEADLINE_S * 1000000000ull, conn,
+			   errbuf) < 0) {
+		fprintf(stderr, "%s: connect: %s\n", tool, errbuf);
+		return -1;
+	}
+	return 0;
+}
+
+int
+fake_open(struct fake_target *f, const char *addr, uint16_t port, int *listening,
+	  int read_inline, struct rb_hello_info *h)
+{
+	const char *what = "";
+
+	if (fake_listen(f, addr, port, &what) < 0)
+		goto fail;
+	fake_set(listening);
+	if (fake_accept(f, &what) < 0 || fake_hello(f, read_inline, h, &what) < 0)
+		goto fail;
+	return 0;
+fail:
+	fake_fail(what);
+	return -1;
+}
+
+int
+fake_read_request(struct fake_target *f, uint32_t max_len, struct rb_req_info *req)
+{
+	const char *why = "not a READ";
+	uint32_t len;
+	unsigned idx;
+
+	if (fake_recv(f, &len, &idx) < 0 || rb_request_decode(f->recv[idx], len, req, &why) < 0 ||
+	    req->opcode != RB_OP_READ || req->length > max_len) {
+		fprintf(stderr, "fake target: the request: %s\n", why);
+		fake_fail("no READ");
+		return -1;
+	}
+	fake_repost(f, idx);
+	return 0;
+}
+
+int
+fake_read(struct rb_conn *conn, void *buf, uint32_t len)
+{
+	struct rb_io io;
+
+	memset(&io, 0, sizeof(io));
+	io.opcode = RB_OP_READ;
+	io.offset = 0;
+	io.length = len;
+	io.rbuf = buf;
+	io.copy_len = len;
+	return rb_conn_request(conn, &io, rb_now_ns() + FAKE_DEADLINE_S * 1000000000ull);
 }

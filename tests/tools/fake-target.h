@@ -9,11 +9,13 @@
 #ifndef RDMABLK_TESTS_FAKE_TARGET_H
 #define RDMABLK_TESTS_FAKE_TARGET_H
 
+#include <pthread.h>
 #include <stdint.h>
 
 #include <infiniband/verbs.h>
 #include <rdma/rdma_cma.h>
 
+#include "internal.h"
 #include "protocol.h"
 #include "raw-client.h"
 
@@ -53,7 +55,39 @@ int fake_send(struct fake_target *f, struct ibv_send_wr *wr);
  * and the HELLO asked for them.  0, or -1 with *why set. */
 int fake_hello(struct fake_target *f, int read_inline, struct rb_hello_info *h,
 	       const char **why);
+/* The usual start: fake_listen, fake_set(listening), fake_accept and
+ * fake_hello.  0, or -1 after fake_fail. */
+int fake_open(struct fake_target *f, const char *addr, uint16_t port, int *listening,
+	      int read_inline, struct rb_hello_info *h);
+/* Receive one request, which must be a READ of at most max_len bytes, and
+ * repost its buffer.  0, or -1 after fake_fail. */
+int fake_read_request(struct fake_target *f, uint32_t max_len, struct rb_req_info *req);
 /* Wait up to s seconds for the initiator to disconnect.  1 if it did. */
 int fake_wait_disconnect(struct fake_target *f, unsigned s);
+/* A one-SGE work request of opcode over len bytes at addr (lkey): *wr
+ * and *sge zeroed and filled, wr pointing at sge. */
+void fake_wr(struct ibv_send_wr *wr, struct ibv_sge *sge, const void *addr, uint32_t len,
+	     uint32_t lkey, enum ibv_wr_opcode opcode);
+
+/* Flags between a tool's fake target thread and its main thread, under one
+ * lock.  fake_set sets *flag and wakes the waiters; fake_wait waits for it
+ * up to FAKE_DEADLINE_S, or until fake_fail: 0 once set, else -1. */
+void fake_set(int *flag);
+int  fake_wait(int *flag);
+/* The fake target gives up: one line naming what failed (and errno), and
+ * every fake_wait returns. */
+void fake_fail(const char *what);
+
+/* The tool's two sides.  fake_start runs fn (the fake target) on a thread
+ * and waits until it sets *listening: 0, or -1.  fake_initiator connects
+ * the real initiator library (internals, initiator/internal.h) to it with
+ * queue depth 2, max_io and mr_static, counting into *stats, its log lines
+ * on stderr as "TOOL: initiator: ...": 0, or -1 (printed). */
+int fake_start(void *(*fn)(void *), pthread_t *th, int *listening);
+int fake_initiator(const char *tool, const char *addr, uint16_t port, uint32_t max_io,
+		   int mr_static, struct rb_stats *stats, struct rb_conn **conn);
+/* One READ of len bytes at offset 0 into buf, through the connection's
+ * pool (not direct).  rb_conn_request's result. */
+int fake_read(struct rb_conn *conn, void *buf, uint32_t len);
 
 #endif

@@ -42,46 +42,7 @@ enum mode { MODE_GOOD, MODE_UNASKED, MODE_SHORT };
 static const char *addr;
 static uint16_t port = 10897;
 static enum mode mode = MODE_GOOD;
-
-/* Fake target -> main, under lock. */
-static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t cond = PTHREAD_COND_INITIALIZER;
-static int listening, replied, target_failed, hung_up, reply_seen;
-
-static void
-set_flag(int *flag)
-{
-	pthread_mutex_lock(&lock);
-	*flag = 1;
-	pthread_cond_broadcast(&cond);
-	pthread_mutex_unlock(&lock);
-}
-
-static int
-wait_flag(int *flag)
-{
-	struct timespec ts;
-	int r = 0;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_sec += FAKE_DEADLINE_S;
-	pthread_mutex_lock(&lock);
-	while (!*flag && !target_failed && r != ETIMEDOUT)
-		r = pthread_cond_timedwait(&cond, &lock, &ts);
-	r = *flag ? 0 : -1;
-	pthread_mutex_unlock(&lock);
-	return r;
-}
-
-static void
-tfail(const char *what)
-{
-	fprintf(stderr, "rdmablk-bad-reply: fake target: %s\n", what);
-	pthread_mutex_lock(&lock);
-	target_failed = 1;
-	pthread_cond_broadcast(&cond);
-	pthread_mutex_unlock(&lock);
-}
+static int listening, replied, hung_up, reply_seen;   /* fake_set, fake_wait */
 
 /* The reply's data length for a READ of req_len bytes, by mode. */
 static uint32_t
@@ -101,78 +62,44 @@ static void *
 fake_target(void *arg)
 {
 	struct fake_target *f = &fake_mem;
-	const char *what = "", *why = "";
 	struct rb_hello_info h;
 	struct rb_req_info req;
 	struct rb_rep_info rep;
 	struct ibv_sge sge;
 	struct ibv_send_wr wr;
-	uint32_t len, n;
-	unsigned idx;
+	uint32_t n;
 
 	(void)arg;
-	if (fake_listen(f, addr, port, &what) < 0) {
-		tfail(what);
+	if (fake_open(f, addr, port, &listening, 1, &h) < 0 ||
+	    fake_read_request(f, BIG, &req) < 0)
 		return NULL;
-	}
-	set_flag(&listening);
-	if (fake_accept(f, &what) < 0) {
-		tfail(what);
-		return NULL;
-	}
-	if (fake_hello(f, 1, &h, &why) < 0) {
-		tfail(why);
-		return NULL;
-	}
-	if (fake_recv(f, &len, &idx) < 0 || rb_request_decode(f->recv[idx], len, &req, &why) < 0 ||
-	    req.opcode != RB_OP_READ) {
-		tfail("no READ");
-		return NULL;
-	}
 	printf("fake target: READ of %u bytes, %s\n", req.length,
 	       req.flags & RB_REQ_INLINE ? "inline" : "by RDMA WRITE (it has a key)");
-	fake_repost(f, idx);
 	n = data_len(req.length);
 	memset(&rep, 0, sizeof(rep));
 	rep.tag = req.tag;
 	memset((uint8_t *)f->send + sizeof(struct rb_reply), 0xab, n);
-	memset(&sge, 0, sizeof(sge));
-	memset(&wr, 0, sizeof(wr));
-	sge.addr = (uintptr_t)f->send;
-	sge.length = (uint32_t)rb_reply_data_encode(f->send, &rep, n);
-	sge.lkey = f->send_mr->lkey;
-	wr.sg_list = &sge;
-	wr.num_sge = 1;
-	wr.opcode = IBV_WR_SEND;
+	fake_wr(&wr, &sge, f->send, (uint32_t)rb_reply_data_encode(f->send, &rep, n),
+		f->send_mr->lkey, IBV_WR_SEND);
 	printf("fake target: reply with %u bytes of data\n", n);
 	if (fake_send(f, &wr) < 0 || f->send_status != IBV_WC_SUCCESS) {
-		tfail("reply not sent");
+		fake_fail("reply not sent");
 		return NULL;
 	}
-	set_flag(&replied);
+	fake_set(&replied);
 	/* A refused reply: the initiator closes the connection. */
 	if (mode != MODE_GOOD && fake_wait_disconnect(f, FAKE_DEADLINE_S))
-		set_flag(&hung_up);
-	set_flag(&reply_seen);
+		fake_set(&hung_up);
+	fake_set(&reply_seen);
 	return NULL;
-}
-
-static void
-log_fn(enum rb_log_level level, const char *msg)
-{
-	fprintf(stderr, "rdmablk-bad-reply: initiator: %s: %s\n",
-		rb_log_level_name(level), msg);
 }
 
 int
 main(int argc, char **argv)
 {
-	struct rb_conn_cfg cfg;
 	struct rb_stats stats;
 	struct rb_conn *conn = NULL;
-	struct rb_io io;
 	pthread_t th;
-	char errbuf[RB_ERRBUF] = "";
 	static uint8_t buf[BIG], want[BIG];
 	uint32_t len;
 	uint64_t v;
@@ -206,38 +133,18 @@ main(int argc, char **argv)
 	if (addr == NULL)
 		return 2;
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	rb_set_log(log_fn);
-	if (pthread_create(&th, NULL, fake_target, NULL) != 0 || wait_flag(&listening) < 0)
+	if (fake_start(fake_target, &th, &listening) < 0 ||
+	    fake_initiator("rdmablk-bad-reply", addr, port, BIG, 0, &stats, &conn) < 0)
 		return 1;
-
-	memset(&cfg, 0, sizeof(cfg));
-	memset(&stats, 0, sizeof(stats));
-	snprintf(cfg.host, sizeof(cfg.host), "%s", addr);
-	cfg.port = port;
-	snprintf(cfg.export_name, sizeof(cfg.export_name), "bad");
-	cfg.queue_depth = 2;
-	cfg.max_io = BIG;
-	cfg.stats = &stats;
-	r = rb_conn_create(&cfg, 0, rb_now_ns() + FAKE_DEADLINE_S * 1000000000ull, &conn, errbuf);
-	if (r < 0) {
-		fprintf(stderr, "rdmablk-bad-reply: connect: %s\n", errbuf);
-		return 1;
-	}
 	printf("initiator: inline reads %s\n", conn->read_inline ? "granted" : "NOT granted");
 	len = mode == MODE_UNASKED ? BIG : RB_READ_INLINE_MAX;
 	memset(buf, 0x11, sizeof(buf));
-	memset(&io, 0, sizeof(io));
-	io.opcode = RB_OP_READ;
-	io.offset = 0;
-	io.length = len;
-	io.rbuf = buf;
-	io.copy_len = len;
-	r = rb_conn_request(conn, &io, rb_now_ns() + FAKE_DEADLINE_S * 1000000000ull);
-	if (wait_flag(&replied) < 0) {
+	r = fake_read(conn, buf, len);
+	if (fake_wait(&replied) < 0) {
 		fprintf(stderr, "rdmablk-bad-reply: the fake target did not reply\n");
 		return 1;
 	}
-	wait_flag(&reply_seen);
+	fake_wait(&reply_seen);
 	memset(want, 0xab, len);
 	touched = 0;
 	for (v = 0; v < sizeof(buf); v++)
