@@ -285,7 +285,10 @@ fake_read_request(struct fake_target *f, uint32_t max_len, struct rb_req_info *r
 		fake_fail("no READ");
 		return -1;
 	}
-	fake_repost(f, idx);
+	if (fake_repost(f, idx) != 0) {
+		fake_fail("ibv_post_recv");
+		return -1;
+	}
 	return 0;
 }
 
