@@ -1,7 +1,7 @@
 #!/bin/bash
 # guest-kernel: 6.12
 # test-timeout: 900
-# test-shares: ceph ublk
+# test-shares: ceph
 # No acknowledged write is ever undone across failover, proven by a history checker (Jepsen's
 # register model, one register per block: tests/tools/rdmablk-history.c).
 #

@@ -1,6 +1,6 @@
 #!/bin/bash
 # guest-kernel: 6.12
-# test-shares: ublk
+# test-shares: none
 # Failover under load through rdmablk-ublk: two targets on two addresses export one shared
 # file; /dev/ublkbN is added with hostname=A,B (two queues, two RDMA connections), fio writes
 # with crc32c verify, target A is killed with SIGKILL mid-write, both queues fail over to B

@@ -1,6 +1,6 @@
 #!/bin/bash
 # guest-kernel: 6.12
-# test-shares: ublk
+# test-shares: none
 # Each ublk queue thread of rdmablk-ublk runs on the CPUs the block layer maps to its queue
 # (GET_QUEUE_AFFINITY, as ublksrv does), so that a request and its queue thread share a CPU.
 # A device with one queue per CPU: for each queue N, one server thread must be allowed exactly

@@ -1,6 +1,6 @@
 #!/bin/bash
 # guest-kernel: 6.12
-# test-shares: ublk
+# test-shares: none
 # connections=2: one ublk queue sends over two RDMA connections, each request on the one with
 # the fewest outstanding. At QD1 every request takes the first (500 reads: 500 and 0, the
 # control that the counts see which connection carried a request); at QD32 crc32c-verified

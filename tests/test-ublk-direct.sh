@@ -1,6 +1,6 @@
 #!/bin/bash
 # guest-kernel: 6.12
-# test-shares: ublk
+# test-shares: none
 # Direct requests: rdmablk-ublk registers its queues' buffers, so the target moves READs and
 # non-inline WRITEs straight from and to them, an inline WRITE's SEND gathers its bytes from
 # them, and the library copies nothing (the kernel's copy into the buffer is the one copy).

@@ -1,6 +1,6 @@
 #!/bin/bash
 # guest-kernel: 6.12
-# test-shares: ublk
+# test-shares: none
 # A fence that cannot revoke is never counted as done (initiator/slots.c, direct.c). With the
 # RDMABLK_TEST_FAULT_FENCE hook every memory window deallocation and the deregistration of
 # rdmablk-ublk's registered buffers "fail", as a device could. The target is killed (-9) under a

@@ -1,6 +1,6 @@
 #!/bin/bash
 # guest-kernel: 6.12
-# test-shares: ublk
+# test-shares: none
 # fio libaio --direct=1 on /dev/ublkbN with queues=4 (the kernel grants at most one per CPU; each
 # granted queue has its own RDMA connections, two by default), 4 fio jobs: mixed random writes of
 # 4K..1M, crc32c verified; and the backing file holds the device's bytes.

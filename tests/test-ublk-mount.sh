@@ -1,6 +1,6 @@
 #!/bin/bash
 # guest-kernel: 6.12
-# test-shares: ublk
+# test-shares: none
 # rdmablk-ublk with 2 queues (2 RDMA connections): the device has the export's size and block
 # sizes; mkfs.ext4, mount, write files, umount, del, add again, e2fsck -fn, the checksums match,
 # and the backing file holds exactly the device's bytes.

@@ -1,6 +1,6 @@
 #!/bin/bash
 # guest-kernel: 6.12
-# test-shares: ublk
+# test-shares: none
 # The block layer's DISCARD, WRITE_ZEROES and FLUSH reach the target as TRIM, WRITE_ZEROES and
 # FLUSH (its --stats counters), a discarded range reads back as zeroes, and FUA writes (O_DSYNC
 # on the write-back device) are acknowledged.

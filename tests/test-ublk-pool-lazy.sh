@@ -1,6 +1,6 @@
 #!/bin/bash
 # guest-kernel: 6.12
-# test-shares: ublk
+# test-shares: none
 # A connection registers its request pool (queue depth x max-io, pinned) only when a request
 # needs it. rdmablk-ublk's reads and writes are direct (its queues' buffers are registered), so
 # its connections never do: after 1 MiB and 4 KiB writes and reads, data verified, the exit

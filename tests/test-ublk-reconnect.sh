@@ -1,6 +1,6 @@
 #!/bin/bash
 # guest-kernel: 6.12
-# test-shares: ublk
+# test-shares: none
 # The target is killed (-9) while fio writes through /dev/ublkbN and restarted 3 s later: the
 # queues reconnect and resend, fio finishes without an error and its crc32c verify of
 # everything it wrote passes (acknowledged data intact, nothing wrong returned).

@@ -1,6 +1,6 @@
 #!/bin/bash
 # guest-kernel: 6.12
-# test-shares: ublk
+# test-shares: none
 # mr=static never exposes rdmablk-ublk's own buffers (docs/security.md, "Static MR"). With
 # memory windows (the default) the target moves READs and long WRITEs straight from and to the
 # ublk buffers, each through a window over that request's bytes alone, and the library copies

@@ -1,6 +1,6 @@
 #!/bin/bash
 # guest-kernel: 6.12
-# test-shares: ublk
+# test-shares: none
 # The target goes away and stays away: I/O on /dev/ublkbN fails with EIO within timeout= (plus
 # slack for TCG), instead of hanging, and never returns data; del still removes the device.
 # shellcheck source=tests/ublk-lib.sh

@@ -25,8 +25,16 @@ ublk_add() {
     [ -b "$DEV" ] || wait_for 10 test -b "$DEV" || fail "rdmablk-ublk printed '$DEV', which is no block device"
     UBLK_PID=$("$UBLK" list 2>/dev/null | sed -n "s|^$DEV state=live pid=\([0-9]*\).*|\1|p")
     [ -n "$UBLK_PID" ] || fail "rdmablk-ublk list does not show $DEV live: $("$UBLK" list 2>&1)"
-    on_exit "$UBLK" del "$DEV"
+    on_exit _ublk_del_own "$DEV" "$UBLK_PID"
     echo "$name: $DEV (server pid ${UBLK_PID:-?})" >>"$LOGS/$name.log"
+}
+
+# _ublk_del_own DEV PID: at exit, remove DEV only while it is still the device of the server
+# PID. `add` takes the lowest free number, so a device this test deleted may by now be another
+# test's, in another lane, under the same name.
+_ublk_del_own() {
+    "$UBLK" list 2>/dev/null | grep -q "^$1 state=[^ ]* pid=$2 " || return 0
+    "$UBLK" del "$1"
 }
 
 # ublk_setup SIZE [KEY=VALUE...]: RDMA and ublk present, a target with disk0 of SIZE
