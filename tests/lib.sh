@@ -334,8 +334,7 @@ stop_verifier() {
 # with CONF (the JSON goes to $LOGS/stats.json); non-zero status when the daemon does not answer.
 target_stat() {
     "$BUILD/rdmablk-target" --stats -c "$1" >"$LOGS/stats.json" || return 1
-    python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))[sys.argv[2]][sys.argv[3]])' \
-        "$LOGS/stats.json" "$2" "$3"
+    "$BUILD/tests/rdmablk-json" "$LOGS/stats.json" "$2.$3"
 }
 
 # stat_reaches CONF SECTION KEY N: true when target_stat CONF SECTION KEY is at least N (for
@@ -351,10 +350,7 @@ stat_reaches() {
 # --stats (the configured export, not one a reload removed and whose connections linger).
 export_stat() {
     "$BUILD/rdmablk-target" --stats -c "$1" >"$LOGS/stats.json" || return 1
-    python3 -c 'import json, sys
-e = [x for x in json.load(open(sys.argv[1]))["exports"] if x["name"] == sys.argv[2] and not x["removed"]]
-v = e[0][sys.argv[3]]
-print(v[sys.argv[4]] if len(sys.argv) > 4 else v)' "$LOGS/stats.json" "${@:2}"
+    "$BUILD/tests/rdmablk-json" "$LOGS/stats.json" "exports[name=$2,removed=false].$3${4:+.$4}"
 }
 
 # backing_stat CONF KEY: one value of the backing_io section of --stats.
