@@ -12,8 +12,10 @@
  * BASE 0 by default), so that two processes can run side by side.  Prints
  * "ready" once both are connected, then a line "N: failed over" when
  * client N's failover count rises, and at the end "done" and exits 0, or
- * "error N: ..." and exits 1 at the first failed request. */
+ * "error N: ..." and exits 1 at the first failed request.  SIGUSR1 ends
+ * the run early, after the round under way, as if SECONDS were up. */
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -64,6 +66,16 @@ opts_from(struct rb_opts *o, int argc, char **argv, int *i)
 }
 
 static uint64_t base;
+
+/* SIGUSR1: the run ends as if its time were up. */
+static volatile sig_atomic_t stop;
+
+static void
+on_usr1(int sig)
+{
+	(void)sig;
+	stop = 1;
+}
 
 /* Client n writes its block (base + n) with seed round and reads it back. */
 static int
@@ -117,9 +129,10 @@ main(int argc, char **argv)
 			return 1;
 		}
 	}
+	signal(SIGUSR1, on_usr1);
 	printf("ready\n");
 	end = rb_now_ns() + seconds * 1000000000u;
-	for (round = 1; rb_now_ns() < end; round++) {
+	for (round = 1; rb_now_ns() < end && !stop; round++) {
 		for (n = 0; n < nclients; n++) {
 			if (round_trip(c[n], n + 1, round) < 0)
 				return 1;
