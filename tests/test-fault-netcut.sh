@@ -1,5 +1,5 @@
 #!/bin/bash
-# test-shares: alone
+# test-shares: none
 # A network cut: the netdev under an RDMA device goes down while a client does I/O on it, then
 # comes back up. The client's in-flight requests fail cleanly (an errno, no wrong data) within
 # its timeout, a client that starts during the cut fails within its timeout, the target stays
@@ -13,7 +13,9 @@
 # GSI QP still counts sends, but nothing arrives), until the device is re-created. That would
 # break every later test of the suite. Reconnecting through the cut device afterwards is
 # therefore required only when rping can connect through it; the test says which case it saw.
-# The target listens on the wildcard address, so it serves rxe0 and rxecut0 at once.
+# The target listens on the wildcard address, so it serves rxe0 and rxecut0 at once, on a port
+# no other test uses (PORT): a wildcard listener on the default port would take that port from
+# the tests in the other lanes. So the test runs beside others: its cut is its own netdev's.
 # shellcheck source=tests/lib.sh
 . "$(dirname "$0")/lib.sh"
 
@@ -25,6 +27,8 @@ requires_file "$BUILD/rdmablk-target" "$BUILD/tests/rdmablk-io"
 CUT_DEV=rbcut0
 CUT_RXE=rxecut0
 CUT_ADDR=10.55.9.1
+PORT=10899
+IO_OPTS="-p $PORT"
 TMO=5           # the clients' -t during the cut
 SLACK=40        # TCG: process start, teardown
 
@@ -55,7 +59,7 @@ port_state=/sys/class/infiniband/$CUT_RXE/ports/1/state
 wait_for 30 grep -q ACTIVE "$port_state" || fail "$CUT_RXE never became ACTIVE"
 ok "$CUT_RXE on $CUT_DEV ($CUT_ADDR)"
 
-target_conf "$T/target.conf" listen=0.0.0.0 max-io=256K buffer-pool=4M keepalive=2 <<EOF
+target_conf "$T/target.conf" listen=0.0.0.0 port="$PORT" max-io=256K buffer-pool=4M keepalive=2 <<EOF
 [export disk0]
 path = $T/disk0.img
 size = 64M
@@ -81,7 +85,7 @@ base=$(nfds)
 ok "served through both devices; baseline $base fds"
 
 # A client doing I/O through the device that will be cut; its first write allocates blocks.
-"$BUILD/tests/rdmablk-io" -H "$CUT_ADDR" -e cut -t "$TMO" -s stress 600 2 65536 \
+"$BUILD/tests/rdmablk-io" -H "$CUT_ADDR" -p "$PORT" -e cut -t "$TMO" -s stress 600 2 65536 \
     >"$LOGS/stress.log" 2>&1 &
 stress=$!
 track_pid "$stress"
@@ -92,7 +96,7 @@ wait_for 90 sh -c "[ \$(stat -c %b '$T/cut.img') -gt 0 ] || ! kill -0 $stress" |
 # only the target's own liveness probe can notice that its peer is gone.
 mkfifo "$T/idle.in"
 exec 7<>"$T/idle.in"     # held open by the test: the session reads no EOF until it ends
-"$BUILD/tests/rdmablk-session" -H "$CUT_ADDR" -e cut -k 0 <&7 >"$LOGS/idle.log" 2>&1 &
+"$BUILD/tests/rdmablk-session" -H "$CUT_ADDR" -p "$PORT" -e cut -k 0 <&7 >"$LOGS/idle.log" 2>&1 &
 idle=$!
 track_pid "$idle"
 wait_for 60 grep -q '^ready' "$LOGS/idle.log" || fail "the idle session never connected"
@@ -106,7 +110,7 @@ ok "link down"
 # the watchdog).
 t0=$SECONDS
 rc=0
-step during-new timeout $((TMO + SLACK)) "$BUILD/tests/rdmablk-io" -H "$CUT_ADDR" -e disk0 \
+step during-new timeout $((TMO + SLACK)) "$BUILD/tests/rdmablk-io" -H "$CUT_ADDR" -p "$PORT" -e disk0 \
     -t "$TMO" write 0 64K 3 || rc=$?
 [ "$rc" = 1 ] || fail "a client started during the cut: exit $rc after $((SECONDS - t0)) s, expected 1"
 ok "a client started during the cut failed in $((SECONDS - t0)) s: $(tail -n 1 "$LOGS/during-new.log")"
