@@ -189,8 +189,9 @@ nap() {
 }
 
 # wait_for TIMEOUT_SECS CMD...: run CMD until it succeeds: every 0.1 s for the first 2 s, then
-# every 0.5 s (a --stats with its JSON parsed costs about 0.4 s of CPU under TCG: polling it
-# faster would take one CPU from the test itself). Returns 1 on timeout and shows the last
+# every 0.5 s (under TCG a process start costs about 35 ms of CPU, a python3 one 0.4 s: a poll
+# that starts Python back to back takes one CPU from the test itself, which is why the --stats
+# helpers read the JSON with rdmablk-json). Returns 1 on timeout and shows the last
 # attempt's output. Under TCG everything is slow: be generous.
 wait_for() {
     local timeout=$1 deadline out start=$SECONDS
