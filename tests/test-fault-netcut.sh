@@ -27,7 +27,7 @@ requires_file "$BUILD/rdmablk-target" "$BUILD/tests/rdmablk-io"
 CUT_DEV=rbcut0
 CUT_RXE=rxecut0
 CUT_ADDR=10.55.9.1
-PORT=10899
+PORT=10880
 IO_OPTS="-p $PORT"
 TMO=5           # the clients' -t during the cut
 SLACK=40        # TCG: process start, teardown
