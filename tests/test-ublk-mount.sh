@@ -30,8 +30,10 @@ done
 (cd "$MNT" && md5sum file*) >"$T/sums"
 step umount umount "$MNT" || fail "umount failed"
 step del "$UBLK" del "$DEV" || fail "rdmablk-ublk del failed"
-[ -e "$DEV" ] && wait_for 10 sh -c "[ ! -e $DEV ]"
-[ -e "$DEV" ] && fail "$DEV still exists after del"
+# Its server gone, and the device with it. Not "$DEV no longer exists": a test in another lane
+# may already have added a device under the freed number.
+wait_for 30 _gone "$UBLK_PID" || fail "the server of $DEV (pid $UBLK_PID) still runs after del"
+! "$UBLK" list | grep -q " pid=$UBLK_PID " || fail "$DEV is still listed after del: $("$UBLK" list)"
 ok "mkfs, mount, 45M of files, umount, del"
 
 ublk_add ublk2 hostname="$RDMABLK_ADDR" export=disk0 queues=2

@@ -33,7 +33,9 @@ ublk_add() {
 # PID. `add` takes the lowest free number, so a device this test deleted may by now be another
 # test's, in another lane, under the same name.
 _ublk_del_own() {
-    "$UBLK" list 2>/dev/null | grep -q "^$1 state=[^ ]* pid=$2 " || return 0
+    local list
+    list=$("$UBLK" list 2>/dev/null)
+    grep -q "^$1 state=[^ ]* pid=$2 " <<<"$list" || return 0
     "$UBLK" del "$1"
 }
 
