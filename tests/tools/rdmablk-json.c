@@ -227,7 +227,7 @@ element(struct text *t, const char *sel, size_t n)
 
 	if (memchr(sel, '=', n) == NULL) {
 		idx = strtol(sel, &endp, 10);
-		if (endp != sel + n || idx < 0)
+		if (n == 0 || endp != sel + n || idx < 0)
 			return -2;
 	}
 	ws(t);
@@ -383,6 +383,8 @@ query(const char *doc, const char *end, const char *path)
 		if (c == -3)
 			fprintf(stderr, "rdmablk-json: %s: \"%.*s\" is no array\n", file,
 				(int)(last != NULL ? last - path : (long)strlen(path)), path);
+		if (c == -2)
+			fprintf(stderr, "rdmablk-json: bad selector in \"#%s\"\n", path);
 		if (c < 0)
 			return c == -3 ? 1 : 2;
 		printf("%ld\n", c);
