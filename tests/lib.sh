@@ -331,11 +331,18 @@ stop_verifier() {
     if grep -q 'mismatch' "$2"; then fail "the verifier saw a data mismatch"; fi
 }
 
-# target_stat CONF SECTION KEY: one value of `rdmablk-target --stats` for the target running
-# with CONF (the JSON goes to $LOGS/stats.json); non-zero status when the daemon does not answer.
-target_stat() {
+# stats_get CONF PATH...: `rdmablk-target --stats` of the target running with CONF (the JSON
+# goes to $LOGS/stats.json), then its values at PATH... one per line (tests/tools/rdmablk-json:
+# KEY.KEY, [N], [KEY=VALUE,...], #counts); non-zero status when the daemon does not answer or a
+# PATH leads nowhere.
+stats_get() {
     "$BUILD/rdmablk-target" --stats -c "$1" >"$LOGS/stats.json" || return 1
-    "$BUILD/tests/rdmablk-json" "$LOGS/stats.json" "$2.$3"
+    "$BUILD/tests/rdmablk-json" "$LOGS/stats.json" "${@:2}"
+}
+
+# target_stat CONF SECTION KEY: one value of --stats for the target running with CONF.
+target_stat() {
+    stats_get "$1" "$2.$3"
 }
 
 # stat_reaches CONF SECTION KEY N: true when target_stat CONF SECTION KEY is at least N (for
@@ -350,8 +357,7 @@ stat_reaches() {
 # export_stat CONF EXPORT KEY [SUBKEY]: one value of EXPORT's object in the exports list of
 # --stats (the configured export, not one a reload removed and whose connections linger).
 export_stat() {
-    "$BUILD/rdmablk-target" --stats -c "$1" >"$LOGS/stats.json" || return 1
-    "$BUILD/tests/rdmablk-json" "$LOGS/stats.json" "exports[name=$2,removed=false].$3${4:+.$4}"
+    stats_get "$1" "exports[name=$2,removed=false].$3${4:+.$4}"
 }
 
 # backing_stat CONF KEY: one value of the backing_io section of --stats.

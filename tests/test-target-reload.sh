@@ -21,10 +21,7 @@ lacks_export() { ! rdmablk_io -e "$1" info && grep -q ENOENT "$T/wait_for.out"; 
 # $conf holds errors. reloads KIND: the reloads of KIND (applied, rejected) counted so far.
 reloads() { target_stat "$T/stats.conf" reloads "$1" || fail "--stats failed"; }
 reloaded() { stat_reaches "$T/stats.conf" reloads "$1" $(($2 + 1)); }
-gone() {
-    "$BUILD/rdmablk-target" --stats -c "$T/stats.conf" >"$LOGS/stats.json" &&
-        [ "$("$BUILD/tests/rdmablk-json" "$LOGS/stats.json" "#exports[name=$1]")" = 0 ]
-}
+gone() { [ "$(stats_get "$T/stats.conf" "#exports[name=$1]")" = 0 ]; }
 
 write_conf disk0
 cp "$conf" "$T/stats.conf"

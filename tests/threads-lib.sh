@@ -25,10 +25,9 @@ write_conf() {
 # is connections.current, connection_list names each connection's loop consistently, and the
 # loops' backing jobs sum to backing_io's. Prints "L0 L1" (the loops' backing jobs).
 loops_check() {
-    local f=$LOGS/stats.json v errs=()
-    "$BUILD/rdmablk-target" --stats -c "$conf" >"$f" || { echo "--stats failed"; return 1; }
+    local v errs=()
     # One start of rdmablk-json for all of them: under TCG each process start costs ~35 ms.
-    mapfile -t v < <("$BUILD/tests/rdmablk-json" "$f" '#loops' 'loops[0].connections' \
+    mapfile -t v < <(stats_get "$conf" '#loops' 'loops[0].connections' \
         'loops[1].connections' connections.current '#connection_list[loop=0]' \
         '#connection_list[loop=1]' 'loops[0].backing_jobs' 'loops[1].backing_jobs' \
         backing_io.uring_jobs backing_io.worker_jobs 2>"$LOGS/loops_check.err")
