@@ -155,16 +155,20 @@ export RDMABLK_SANITIZE := $(SANITIZE)
 # The hostile-initiator test runs the target built with ASan/UBSan, so check builds both.
 # With SANITIZE=thread only the ThreadSanitizer build and its subset (TSAN_TESTS) run.
 TSAN_TESTS ?= tests/test-initiator-io.sh tests/test-initiator-leader.sh tests/test-initiator-adaptive-spin.sh tests/test-target-io.sh tests/test-target-io-pressure.sh tests/test-target-threads-placement.sh tests/test-target-threads-reload.sh tests/test-target-threads-sigterm.sh tests/test-plugin-reconnect.sh
+# The builds before the tests use every CPU (`make check` is what a person waits for), unless
+# the caller's own -j says otherwise.
+CHECK_JOBS ?= $(shell nproc 2>/dev/null || echo 2)
+CHECK_J = $(if $(filter -j%,$(MAKEFLAGS)),,-j$(CHECK_JOBS))
 ifeq ($(SANITIZE),thread)
 check:
 	scripts/install-deps
-	$(MAKE) all
+	$(MAKE) $(CHECK_J) all
 	INTEGRATION_TESTS="$(TSAN_TESTS)" tests/run-check
 else
 check:
 	scripts/install-deps
-	$(MAKE) all
-	$(MAKE) all SANITIZE=1
+	$(MAKE) $(CHECK_J) all
+	$(MAKE) $(CHECK_J) all SANITIZE=1
 	tests/run-check
 endif
 
