@@ -21,7 +21,7 @@ write_rbd_target_conf "$T/b.conf" 10825
 TARGET_NAME=a start_target "$T/a.conf"
 TARGET_NAME=b start_target "$T/b.conf"
 
-"$DUR" -H "$RDMABLK_ADDR" -p 10824 -e rbd0 write 64 7 >"$T/acks" 2>"$LOGS/writer.log" &
+"$DUR" -H "$RDMABLK_ADDR" -p 10824 -e rbd0 -i 100 write 64 7 >"$T/acks" 2>"$LOGS/writer.log" &
 track_pid $!
 wait_for 60 grep -q '^ACK ' "$T/acks" || fail "A acknowledged no write"
 rbd_lock_is "$T/a.conf" rbd0 owner || fail "A does not hold the lock"

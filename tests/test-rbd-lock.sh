@@ -46,7 +46,7 @@ rbd_lock_is "$T/b.conf" rbd0 none || fail "B's --stats: $(cat "$T/wait_for.out" 
 ok "control: with A idle, B's write landed and B released the lock (--stats: none, acquired 1)"
 
 # A becomes the writer and holds the lock while its writer runs.
-"$DUR" -H "$RDMABLK_ADDR" -p 10824 -e rbd0 write 64 7 >"$T/acks" 2>"$LOGS/writer.log" &
+"$DUR" -H "$RDMABLK_ADDR" -p 10824 -e rbd0 -i 100 write 64 7 >"$T/acks" 2>"$LOGS/writer.log" &
 writer=$!
 track_pid "$writer"
 wait_for 60 grep -q '^ACK ' "$T/acks" || fail "A acknowledged no write"

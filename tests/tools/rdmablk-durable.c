@@ -1,6 +1,6 @@
 /* rdmablk-durable: the power-cut test's writer and checker.
  *
- *   rdmablk-durable -H HOST [-p PORT] -e EXPORT [-F | -U] write BLOCKS SEED
+ *   rdmablk-durable -H HOST [-p PORT] -e EXPORT [-F | -U] [-i MS] write BLOCKS SEED
  *       Forever: pick a block, write its next generation, and once the
  *       target acknowledged it as durable print "ACK <block> <gen>" on
  *       stdout (flushed at once: the host reads it from the serial console
@@ -12,6 +12,9 @@
  *       export, each plain acknowledgement printed as ACK although nothing
  *       promised it durable.  On durability = fua the check must then find
  *       lost writes, or the check is blind.
+ *       -i MS pauses MS milliseconds after each acknowledged write: a writer
+ *       that only has to keep its target writing (and holding an RBD
+ *       image's lock) need not keep two emulated CPUs busy.
  *   rdmablk-durable -H HOST ... check BLOCKS SEED
  *       Read every block and print "HAVE <block> <gen>" or "TORN <block>
  *       <sector> <why>" for a sector that is not a whole, self-consistent
@@ -26,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "pattern.h"
@@ -77,8 +81,11 @@ sector_gen(const uint8_t *p, uint64_t seed, uint64_t block, unsigned s)
 }
 
 static int
-do_write(struct rb_client *c, uint64_t blocks, uint64_t seed, int fua, int unsafe)
+do_write(struct rb_client *c, uint64_t blocks, uint64_t seed, int fua, int unsafe,
+	 unsigned pause_ms)
 {
+	struct timespec pause = { .tv_sec = pause_ms / 1000,
+				  .tv_nsec = (long)(pause_ms % 1000) * 1000000 };
 	uint64_t *gen = calloc(blocks, sizeof(*gen));
 	uint8_t *buf = aligned_alloc(BLOCK, BLOCK);
 	uint64_t x = seed | 1;
@@ -109,6 +116,8 @@ do_write(struct rb_client *c, uint64_t blocks, uint64_t seed, int fua, int unsaf
 		gen[b]++;
 		printf("ACK %" PRIu64 " %" PRIu64 "\n", b, gen[b]);
 		fflush(stdout);
+		if (pause_ms > 0)
+			nanosleep(&pause, NULL);
 	}
 out_free:
 	free(buf);
@@ -161,7 +170,7 @@ static void
 usage(void)
 {
 	fprintf(stderr, "usage: rdmablk-durable -H HOST [-p PORT] -e EXPORT [-F | -U] "
-		"write|check BLOCKS SEED\n");
+		"[-i MS] write|check BLOCKS SEED\n");
 	exit(2);
 }
 
@@ -172,16 +181,27 @@ main(int argc, char **argv)
 	struct rb_client *c;
 	uint64_t blocks, seed;
 	int opt, fua = 0, unsafe = 0, r;
+	unsigned pause_ms = 0;
+	char *end;
 
 	rb_opts_init(&o);
 	o.queue_depth = 4;
-	while ((opt = getopt(argc, argv, "H:p:e:FU")) != -1) {
+	while ((opt = getopt(argc, argv, "H:p:e:FUi:")) != -1) {
 		switch (opt) {
 		case 'H': o.host = optarg; break;
 		case 'p': o.port = (uint16_t)atoi(optarg); break;
 		case 'e': o.export_name = optarg; break;
 		case 'F': fua = 1; break;
 		case 'U': unsafe = 1; break;
+		case 'i':
+			errno = 0;
+			pause_ms = (unsigned)strtoul(optarg, &end, 10);
+			if (errno != 0 || end == optarg || *end != '\0' || pause_ms > 60000) {
+				fprintf(stderr, "rdmablk-durable: -i %s: not a pause of 0 to "
+					"60000 ms\n", optarg);
+				return 2;
+			}
+			break;
 		default: usage();
 		}
 	}
@@ -202,7 +222,7 @@ main(int argc, char **argv)
 		return 1;
 	}
 	if (strcmp(argv[optind], "write") == 0)
-		r = do_write(c, blocks, seed, fua, unsafe);
+		r = do_write(c, blocks, seed, fua, unsafe, pause_ms);
 	else if (strcmp(argv[optind], "check") == 0)
 		r = do_check(c, blocks, seed);
 	else
