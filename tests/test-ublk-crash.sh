@@ -1,6 +1,6 @@
 #!/bin/bash
 # guest-kernel: 6.12
-# test-shares: alone
+# test-shares: none
 # The rdmablk-ublk server is killed (-9) with I/O running: nothing hangs (the kernel fails the
 # device's I/O and removes /dev/ublkbN once its server is gone; `list` still shows it, dead),
 # `rdmablk-ublk del` removes what is left, and a new `add` on the same export serves the data
@@ -33,8 +33,7 @@ ok "fio ended with an error (exit $rc) once the server was gone"
 grep -q "^$DEV state=live" "$LOGS/list-dead.log" && fail "$DEV still live after its server died"
 ok "after the crash: $(cat "$LOGS/list-dead.log")"
 step del timeout 120 "$UBLK" del "$DEV" || fail "del after the crash failed"
-"$UBLK" list >"$LOGS/list.log" 2>&1
-[ ! -s "$LOGS/list.log" ] || fail "devices left after del: $(cat "$LOGS/list.log")"
+ublk_unlisted "$DEV" "$UBLK_PID" || fail "$DEV of the dead server $UBLK_PID is still listed after del: $("$UBLK" list 2>&1)"
 ok "del removed the dead server's device"
 
 ublk_add ublk2 hostname="$RDMABLK_ADDR" export=disk0 queues=2

@@ -29,13 +29,23 @@ ublk_add() {
     echo "$name: $DEV (server pid ${UBLK_PID:-?})" >>"$LOGS/$name.log"
 }
 
-# _ublk_del_own DEV PID: at exit, remove DEV only while it is still the device of the server
-# PID. `add` takes the lowest free number, so a device this test deleted may by now be another
-# test's, in another lane, under the same name.
-_ublk_del_own() {
+# ublk_listed DEV PID: true while `rdmablk-ublk list` shows DEV as the device of the server
+# PID, live or dead. `add` takes the lowest free number, so once this test's device is gone
+# its name may be another test's, in another lane: the name alone proves nothing.
+ublk_listed() {
     local list
     list=$("$UBLK" list 2>/dev/null)
-    grep -q "^$1 state=[^ ]* pid=$2 " <<<"$list" || return 0
+    grep -q "^$1 state=[^ ]* pid=$2 " <<<"$list"
+}
+
+# ublk_unlisted DEV PID: the opposite, for wait_for.
+ublk_unlisted() {
+    ! ublk_listed "$@"
+}
+
+# _ublk_del_own DEV PID: at exit, remove DEV only while it is still the device of the server PID.
+_ublk_del_own() {
+    ublk_listed "$1" "$2" || return 0
     "$UBLK" del "$1"
 }
 
