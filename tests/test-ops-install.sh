@@ -13,6 +13,7 @@ requires make install pkg-config man groff systemd-analyze
 requires_file "$BUILD/rdmablk-target" "$BUILD/nbdkit-rdma-plugin.so"
 
 plugindir=$(pkg-config nbdkit --variable=plugindir 2>/dev/null || echo /usr/local/lib/nbdkit/plugins)
+systemd_dirs
 
 # ---- into a DESTDIR
 root=$T/root

@@ -12,6 +12,7 @@
 requires make install systemd-analyze systemd-sysusers
 requires_file "$BUILD/rdmablk-target" "$BUILD/nbdkit-rdma-plugin.so"
 UNIT_EXPOSURE_MAX=${UNIT_EXPOSURE_MAX:-2.0}
+systemd_dirs
 
 root=$T/root
 step install-destdir mk_install DESTDIR="$root" || fail "make install DESTDIR=$root failed"
