@@ -31,9 +31,12 @@ wait_exit 120 "$fio_pid" || rc=$?
 ok "fio ended with an error (exit $rc) once the server was gone"
 "$UBLK" list >"$LOGS/list-dead.log" 2>&1
 grep -q "^$DEV state=live" "$LOGS/list-dead.log" && fail "$DEV still live after its server died"
+# The check after del can see a leftover: the dead device is listed until then.
+grep -q "^$DEV state=dead pid=-1 " "$LOGS/list-dead.log" || fail "$DEV is not listed dead after its server died"
 ok "after the crash: $(cat "$LOGS/list-dead.log")"
 step del timeout 120 "$UBLK" del "$DEV" || fail "del after the crash failed"
-ublk_unlisted "$DEV" "$UBLK_PID" || fail "$DEV of the dead server $UBLK_PID is still listed after del: $("$UBLK" list 2>&1)"
+ublk_unlisted "$DEV" "$UBLK_PID" >"$LOGS/list.log" ||
+    fail "$DEV of the dead server $UBLK_PID is still listed after del: $(cat "$LOGS/list.log")"
 ok "del removed the dead server's device"
 
 ublk_add ublk2 hostname="$RDMABLK_ADDR" export=disk0 queues=2

@@ -19,7 +19,7 @@ wait_for 60 sh -c "[ \$(stat -c %b '$T/disk0.img') -gt 2048 ]" || fail "fio neve
 t0=$SECONDS
 step del timeout 120 "$UBLK" del "$DEV" || fail "del while I/O runs failed or hung"
 ok "del returned after $((SECONDS - t0)) s with fio running"
-wait_for 10 ublk_unlisted "$DEV" "$UBLK_PID" || fail "$DEV of server $UBLK_PID is still listed: $("$UBLK" list 2>&1)"
+wait_for 10 ublk_unlisted "$DEV" "$UBLK_PID" || fail "$DEV of server $UBLK_PID is still listed: $(cat "$T/wait_for.out")"
 wait_for 30 _gone "$UBLK_PID" || fail "the server (pid $UBLK_PID) did not exit"
 wait_exit 60 "$fio_pid" || true
 kill -0 "$fio_pid" 2>/dev/null && fail "fio still runs against a removed device"

@@ -33,7 +33,8 @@ step del "$UBLK" del "$DEV" || fail "rdmablk-ublk del failed"
 # Its server gone, and the device with it. Not "$DEV no longer exists": a test in another lane
 # may already have added a device under the freed number.
 wait_for 30 _gone "$UBLK_PID" || fail "the server of $DEV (pid $UBLK_PID) still runs after del"
-! "$UBLK" list | grep -q " pid=$UBLK_PID " || fail "$DEV is still listed after del: $("$UBLK" list)"
+ublk_unlisted "$DEV" "$UBLK_PID" >"$LOGS/list-del.log" ||
+    fail "$DEV is still listed after del: $(cat "$LOGS/list-del.log")"
 ok "mkfs, mount, 45M of files, umount, del"
 
 ublk_add ublk2 hostname="$RDMABLK_ADDR" export=disk0 queues=2

@@ -18,7 +18,7 @@ wait_for 60 sh -c "[ \$(stat -c %b '$T/disk0.img') -gt 2048 ]" || fail "fio neve
 kill -TERM "$UBLK_PID"
 wait_for 120 _gone "$UBLK_PID" || fail "the server did not exit within 120 s of SIGTERM"
 wait_for 10 ublk_unlisted "$DEV" "$UBLK_PID" ||
-    fail "$DEV of server $UBLK_PID is still listed after SIGTERM: $("$UBLK" list 2>&1)"
+    fail "$DEV of server $UBLK_PID is still listed after SIGTERM: $(cat "$T/wait_for.out")"
 wait_exit 60 "$fio_pid" || true
 kill -0 "$fio_pid" 2>/dev/null && fail "fio still runs against a removed device"
 ok "SIGTERM: server exited, device removed, fio ended"

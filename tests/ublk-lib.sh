@@ -29,23 +29,28 @@ ublk_add() {
     echo "$name: $DEV (server pid ${UBLK_PID:-?})" >>"$LOGS/$name.log"
 }
 
-# ublk_listed DEV PID: true while `rdmablk-ublk list` shows DEV as the device of the server
-# PID, live or dead. `add` takes the lowest free number, so once this test's device is gone
-# its name may be another test's, in another lane: the name alone proves nothing.
+# ublk_listed DEV PID: true (0) while `rdmablk-ublk list` shows DEV as the device of the
+# server PID, or as a stopped device (the kernel sets a dead device's pid to -1); 1 when it
+# does not; 2 when `list` itself failed. `add` takes the lowest free number, so once this
+# test's device is gone its name may be another test's, in another lane: the name alone
+# proves nothing, and a live device under another pid is not ours.
 ublk_listed() {
     local list
-    list=$("$UBLK" list 2>/dev/null)
-    grep -q "^$1 state=[^ ]* pid=$2 " <<<"$list"
+    list=$("$UBLK" list 2>&1) || { echo "rdmablk-ublk list failed: $list"; return 2; }
+    echo "$list"
+    grep -Eq "^$1 state=[^ ]* pid=($2|-1) " <<<"$list" || return 1
 }
 
-# ublk_unlisted DEV PID: the opposite, for wait_for.
+# ublk_unlisted DEV PID: true only when `list` ran and shows neither (for wait_for).
 ublk_unlisted() {
-    ! ublk_listed "$@"
+    local rc=0
+    ublk_listed "$@" || rc=$?
+    [ "$rc" = 1 ]
 }
 
 # _ublk_del_own DEV PID: at exit, remove DEV only while it is still the device of the server PID.
 _ublk_del_own() {
-    ublk_listed "$1" "$2" || return 0
+    ublk_listed "$1" "$2" >/dev/null || return 0
     "$UBLK" del "$1"
 }
 
