@@ -181,7 +181,7 @@ main(int argc, char **argv)
 	struct rb_client *c;
 	uint64_t blocks, seed;
 	int opt, fua = 0, unsafe = 0, r;
-	unsigned pause_ms = 0;
+	unsigned long pause_ms = 0;
 	char *end;
 
 	rb_opts_init(&o);
@@ -195,8 +195,9 @@ main(int argc, char **argv)
 		case 'U': unsafe = 1; break;
 		case 'i':
 			errno = 0;
-			pause_ms = (unsigned)strtoul(optarg, &end, 10);
-			if (errno != 0 || end == optarg || *end != '\0' || pause_ms > 60000) {
+			pause_ms = strtoul(optarg, &end, 10);
+			if (errno != 0 || end == optarg || *end != '\0' || optarg[0] == '-' ||
+			    pause_ms > 60000) {
 				fprintf(stderr, "rdmablk-durable: -i %s: not a pause of 0 to "
 					"60000 ms\n", optarg);
 				return 2;
@@ -222,7 +223,7 @@ main(int argc, char **argv)
 		return 1;
 	}
 	if (strcmp(argv[optind], "write") == 0)
-		r = do_write(c, blocks, seed, fua, unsafe, pause_ms);
+		r = do_write(c, blocks, seed, fua, unsafe, (unsigned)pause_ms);
 	else if (strcmp(argv[optind], "check") == 0)
 		r = do_check(c, blocks, seed);
 	else
