@@ -86,8 +86,10 @@ require_rdma() {
     done
     [ -n "$active" ] ||
         fail "no RDMA device with an ACTIVE port (without native RDMA use tests/run-integration)"
-    addrs=$(ip -o addr show)
-    [[ $addrs == *" inet $RDMABLK_ADDR/"* || $addrs == *" inet6 $RDMABLK_ADDR/"* ]] ||
+    addrs=$(ip -o addr show) || fail "ip -o addr show failed"
+    # "inet A/N" or, on a point-to-point link, "inet A peer B/N".
+    [[ $addrs == *" inet $RDMABLK_ADDR/"* || $addrs == *" inet $RDMABLK_ADDR peer "* ||
+        $addrs == *" inet6 $RDMABLK_ADDR/"* || $addrs == *" inet6 $RDMABLK_ADDR peer "* ]] ||
         fail "RDMABLK_ADDR=$RDMABLK_ADDR is not an address of this machine"
 }
 
