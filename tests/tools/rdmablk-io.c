@@ -1,13 +1,16 @@
 /* rdmablk-io: a command-line client over the initiator library, for tests.
  *
  *   rdmablk-io -H HOST [-p PORT] -e EXPORT [-q QD] [-t TIMEOUT_S]
- *              [-k KEEPALIVE_S] [-b] [-s] [-v] CMD ...
+ *              [-k KEEPALIVE_S] [-i PAUSE_MS] [-b] [-s] [-v] CMD ...
  *   info | write OFF LEN SEED|@FILE [--fua] | read OFF LEN SEED | dump OFF LEN |
  *   flush | trim OFF LEN | zero OFF LEN | stress SECONDS THREADS [MAXLEN] |
  *   list | pattern OFF LEN SEED   (no connection)
  *
  * stress ends after SECONDS, or earlier on SIGUSR1 (each thread finishes
  * and verifies the pair it is doing), with the same report and status.
+ * With -i each stress thread pauses PAUSE_MS (0..60000) after each verified
+ * pair: a bystander that keeps a connection busy without taking the CPUs
+ * its test needs (under TCG a flat-out client costs a CPU).
  *
  * Exit 0 on success; otherwise "rdmablk-io: CMD: strerror (ERRNO-NAME)" on
  * stderr and exit 1.  -s prints the library's counters (copy time...) to
@@ -20,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "conn-opts.h"
@@ -60,7 +64,7 @@ usage(void)
 	fprintf(stderr,
 		"usage: rdmablk-io -H HOST [-p PORT] -e EXPORT [-q QD] [-t TIMEOUT_S]\n"
 		"                  [-k KEEPALIVE_S] [-S SECRET_FILE] [-M window|static]\n"
-		"                  [-B SOURCE_ADDR] [-b | -a] [-s] [-v] CMD ...\n"
+		"                  [-B SOURCE_ADDR] [-i PAUSE_MS] [-b | -a] [-s] [-v] CMD ...\n"
 		"  info | write OFF LEN SEED [--fua] | read OFF LEN SEED | dump OFF LEN\n"
 		"  flush | trim OFF LEN | zero OFF LEN | stress SECONDS THREADS [MAXLEN]\n"
 		"  list | pattern OFF LEN SEED\n");
@@ -272,6 +276,8 @@ struct stress {
 
 /* SIGUSR1: stress stops as if its time were up. */
 static volatile sig_atomic_t stress_stop;
+/* -i: each stress thread's pause after a verified pair, in ms. */
+static uint64_t stress_pause_ms;
 
 static void
 stress_on_usr1(int sig)
@@ -354,6 +360,14 @@ stress_thread(void *arg)
 		}
 		st->ops += 2;
 		st->bytes += len * 2;
+		if (stress_pause_ms > 0) {
+			struct timespec nap = {
+				.tv_sec = (time_t)(stress_pause_ms / 1000),
+				.tv_nsec = (long)(stress_pause_ms % 1000) * 1000000L,
+			};
+
+			nanosleep(&nap, NULL);   /* EINTR (SIGUSR1): stop sooner */
+		}
 	}
 	free(buf);
 	return NULL;
@@ -458,7 +472,7 @@ main(int argc, char **argv)
 
 	rb_opts_init(&o);
 	rb_set_log(log_fn);
-	while ((opt = getopt(argc, argv, "+H:p:e:q:t:k:S:M:B:absvh")) != -1) {
+	while ((opt = getopt(argc, argv, "+H:p:e:q:t:k:S:M:B:i:absvh")) != -1) {
 		cmd = "options";
 		r = conn_opt(opt, optarg, &o);
 		if (r < 0)
@@ -474,6 +488,13 @@ main(int argc, char **argv)
 				o.mr = RB_MR_WINDOW;
 			else
 				usage();
+			break;
+		case 'i':
+			if (rb_parse_uint(optarg, 0, 60000, &stress_pause_ms) < 0) {
+				fprintf(stderr, "rdmablk-io: -i %s: not a pause of 0 to "
+					"60000 ms\n", optarg);
+				return 2;
+			}
 			break;
 		case 'b': o.busy_poll = RB_BUSY_POLL_YES; break;
 		case 'a': o.busy_poll = RB_BUSY_POLL_ADAPTIVE; break;
