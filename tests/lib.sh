@@ -317,13 +317,14 @@ start_nbdkit() {
 
 # start_good_client EXPORT SECONDS MAXLEN: the good client of the hostile tests, in the background:
 # rdmablk-io stress on EXPORT for SECONDS, 2 threads of verified writes and reads of up to MAXLEN
-# bytes with a 30 s timeout (it exits non-zero on the first error or mismatch), log
+# bytes with a 30 s timeout, each thread pausing 20 ms after each pair so that the attackers
+# and the target get the CPUs (it exits non-zero on the first error or mismatch), log
 # $LOGS/good.log. Waits until the target running with $T/target.conf counts its session;
 # sets GOOD_PID.
 start_good_client() {
     local n
     n=$(sessions_of "$T/target.conf" "$1")
-    "$BUILD/tests/rdmablk-io" -H "$RDMABLK_ADDR" -e "$1" -t 30 stress "$2" 2 "$3" \
+    "$BUILD/tests/rdmablk-io" -H "$RDMABLK_ADDR" -e "$1" -t 30 -i 20 stress "$2" 2 "$3" \
         >"$LOGS/good.log" 2>&1 &
     GOOD_PID=$!
     track_pid "$GOOD_PID"

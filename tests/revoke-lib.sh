@@ -41,16 +41,17 @@ export_conns_are() {
 }
 
 # busy NAME EXPORT [RDMABLK-IO-OPTIONS...]: in the background, a client doing verified writes
-# and reads on EXPORT (2 threads, queue depth 8) until stopped; its output, with its
-# library counters (-s), goes to $LOGS/NAME.log and its pid to BUSY_PID[NAME]. Returns once
-# the target has served its first writes.
+# and reads on EXPORT (2 threads, queue depth 8, each thread pausing 20 ms after each pair:
+# always busy, but not taking the CPUs from the target and the other clients) until stopped;
+# its output, with its library counters (-s), goes to $LOGS/NAME.log and its pid to
+# BUSY_PID[NAME]. Returns once the target has served its first writes.
 declare -A BUSY_PID BUSY_EXPORT
 busy() {
     local name=$1 export=$2
     shift 2
     BUSY_EXPORT[$name]=$export
     # Not through io(): the pid must be rdmablk-io's own, for SIGUSR1.
-    "$BUILD/tests/rdmablk-io" -H "$RDMABLK_ADDR" -t 30 -s "$@" -e "$export" -q 8 \
+    "$BUILD/tests/rdmablk-io" -H "$RDMABLK_ADDR" -t 30 -s -i 20 "$@" -e "$export" -q 8 \
         stress "$BUSY_SECONDS" 2 >"$LOGS/$name.log" 2>&1 &
     BUSY_PID[$name]=$!
     track_pid "${BUSY_PID[$name]}"

@@ -50,9 +50,9 @@ step warmup rdmablk_io -e victim1 write 0 1M 1 || fail "first write failed"
 case $(target_resources) in *"; 0 MRs, 0 bytes") false ;; esac || fail "rdma res show mr sees no MR of the target"
 
 # The well-behaved client verifies every read against what it wrote and exits non-zero on the
-# first mismatch or I/O error, so it must still be running at the end. One thread at depth 4:
-# enough to keep I/O going throughout without starving the guest's two vCPUs.
-"$BUILD/tests/rdmablk-io" -H "$RDMABLK_ADDR" -e good -t 60 -q 4 stress 3600 1 65536 \
+# first mismatch or I/O error, so it must still be running at the end. One thread at depth 4,
+# pausing 20 ms after each pair: I/O going throughout without starving the guest's two vCPUs.
+"$BUILD/tests/rdmablk-io" -H "$RDMABLK_ADDR" -e good -t 60 -q 4 -i 20 stress 3600 1 65536 \
     >"$LOGS/verifier.log" 2>&1 &
 verifier=$!
 track_pid "$verifier"
