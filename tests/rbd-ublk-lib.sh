@@ -34,9 +34,12 @@ rbd_ublk_up() {
 }
 
 # start_writer: in the background, files of 256 KiB (32 names, over and over) written one after
-# another with fsync, each summed into $T/writer.sums once written (log $LOGS/writer.log); sets
-# WRITER_PID. It stops between two files once $T/writer.stop exists (stop_writer): a kill could
-# land after a file's dd and before its sum, and that file would then read back "wrong".
+# another with fsync, about one a second, each summed into $T/writer.sums once written (log
+# $LOGS/writer.log); sets WRITER_PID. It stops between two files once $T/writer.stop exists
+# (stop_writer): a kill could land after a file's dd and before its sum, and that file would
+# then read back "wrong". The pause keeps its cost (its I/O through Ceph, and three processes a
+# file, each about 35 ms of CPU under TCG) off the failover it waits through: with a file every
+# second the device is written throughout the fault, which is what the tests need.
 start_writer() {
     rm -f "$T/writer.stop"
     (
@@ -47,8 +50,9 @@ start_writer() {
             head -c 256K /dev/urandom >"$T/w.tmp"
             # 32 names over and over: the 64M image never fills up.
             dd if="$T/w.tmp" of="$MNT/w$((i % 32))" bs=256K conv=fsync status=none
-            (cd "$T" && md5sum w.tmp | sed "s|w.tmp|w$((i % 32))|") >>"$T/writer.sums"
-            sleep 0.2
+            sum=$(md5sum <"$T/w.tmp")
+            echo "${sum%% *}  w$((i % 32))" >>"$T/writer.sums"
+            sleep 1
         done
     ) >"$LOGS/writer.log" 2>&1 &
     WRITER_PID=$!
