@@ -1,6 +1,6 @@
 #!/bin/bash
 # guest-kernel: 6.12
-# test-shares: alone
+# test-shares: ceph
 # ext4 on rdmablk-ublk over one RBD image behind targets a and b (hostname=A,B), all timeouts at
 # their defaults (the initiator's 30 s and 2 s keepalive, Ceph's 30 s watch timeout): target a,
 # which writes the image, is killed (SIGKILL) while a writer keeps writing files with fsync. The
