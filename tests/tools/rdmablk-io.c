@@ -8,9 +8,10 @@
  *
  * stress ends after SECONDS, or earlier on SIGUSR1 (each thread finishes
  * and verifies the pair it is doing), with the same report and status.
- * With -i each stress thread pauses PAUSE_MS (0..60000) after each verified
- * pair: a bystander that keeps a connection busy without taking the CPUs
- * its test needs (under TCG a flat-out client costs a CPU).
+ * With -i (stress only) each thread pauses PAUSE_MS (0..60000, never past
+ * SECONDS) after each verified pair: a bystander that keeps a connection
+ * busy without taking the CPUs its test needs (under TCG a flat-out client
+ * costs a CPU).
  *
  * Exit 0 on success; otherwise "rdmablk-io: CMD: strerror (ERRNO-NAME)" on
  * stderr and exit 1.  -s prints the library's counters (copy time...) to
@@ -67,6 +68,7 @@ usage(void)
 		"                  [-B SOURCE_ADDR] [-i PAUSE_MS] [-b | -a] [-s] [-v] CMD ...\n"
 		"  info | write OFF LEN SEED [--fua] | read OFF LEN SEED | dump OFF LEN\n"
 		"  flush | trim OFF LEN | zero OFF LEN | stress SECONDS THREADS [MAXLEN]\n"
+		"  (-i: stress pauses PAUSE_MS after each verified pair)\n"
 		"  list | pattern OFF LEN SEED\n");
 	exit(2);
 }
@@ -361,11 +363,15 @@ stress_thread(void *arg)
 		st->ops += 2;
 		st->bytes += len * 2;
 		if (stress_pause_ms > 0) {
-			struct timespec nap = {
-				.tv_sec = (time_t)(stress_pause_ms / 1000),
-				.tv_nsec = (long)(stress_pause_ms % 1000) * 1000000L,
-			};
+			uint64_t now = rb_now_ns(), ns = stress_pause_ms * 1000000u;
+			struct timespec nap;
 
+			if (now >= st->deadline_ns)
+				break;
+			if (ns > st->deadline_ns - now)
+				ns = st->deadline_ns - now;   /* not past SECONDS */
+			nap.tv_sec = (time_t)(ns / 1000000000u);
+			nap.tv_nsec = (long)(ns % 1000000000u);
 			nanosleep(&nap, NULL);   /* EINTR (SIGUSR1): stop sooner */
 		}
 	}
