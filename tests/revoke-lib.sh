@@ -41,8 +41,9 @@ export_conns_are() {
 }
 
 # busy NAME EXPORT [RDMABLK-IO-OPTIONS...]: in the background, a client doing verified writes
-# and reads on EXPORT (2 threads, queue depth 8, each thread pausing 20 ms after each pair:
-# always busy, but not taking the CPUs from the target and the other clients) until stopped;
+# and reads on EXPORT (2 threads, queue depth 8, each thread pausing 20 ms after each pair, so
+# that bystanders do not take the CPUs from the target and the other clients; a victim passes
+# -i 0 to be revoked with requests in flight) until stopped;
 # its output, with its library counters (-s), goes to $LOGS/NAME.log and its pid to
 # BUSY_PID[NAME]. Returns once the target has served its first writes.
 declare -A BUSY_PID BUSY_EXPORT

@@ -25,7 +25,7 @@ EOF
 
 write_conf "$RDMABLK_ADDR 192.0.2.7"
 start_target "$conf"
-busy victim disk0
+busy victim disk0 -i 0   # flat out: a revocation with requests in flight
 busy bystander disk1
 ok "busy clients on disk0 and disk1"
 

@@ -36,8 +36,8 @@ EOF
 
 write_conf ""
 start_target "$conf"
-busy rotated rot -S "$T/rot-old.key"
-busy added add
+busy rotated rot -i 0 -S "$T/rot-old.key"   # flat out: revoked with requests in flight
+busy added add -i 0   # flat out too
 busy bystander keep -S "$T/keep.key"
 ok "busy clients on rot (its key), add (no key) and keep (its key)"
 

@@ -25,7 +25,7 @@ EOF
 # the new end and the file stays at the size it is cut to.
 write_conf 96M
 start_target "$conf"
-busy victim disk0
+busy victim disk0 -i 0   # flat out: a revocation with requests in flight
 busy bystander disk1
 step old-size rdmablk_io -e disk0 info || fail "info on disk0 failed"
 grep -qx 'size=100663296' "$LOGS/old-size.log" || fail "disk0 is not 96 MiB"
