@@ -8,8 +8,8 @@
 # answers nothing, breaks it after 5 s (RBD_SILENT_S), blocklisting a first, and serves the
 # writes. Then a continues (SIGCONT): it can write nothing (it is on the OSDs' blocklist), the
 # files written before the fault and every file the writer wrote read back the same, and the
-# kernel logged no I/O error. Without the break, b would wait for a's watch to lapse (30 s)
-# and the writes resent to it would reach their 30 s deadline: EIO.
+# kernel logged no I/O error on the device. Without the break, b would wait for a's watch to
+# lapse (30 s) and the writes resent to it would reach their 30 s deadline: EIO.
 # shellcheck source=tests/ublk-lib.sh
 . "$(dirname "$0")/ublk-lib.sh"
 # shellcheck source=tests/ceph-lib.sh
@@ -29,6 +29,7 @@ ok "target a stopped (SIGSTOP) with $(wc -l <"$T/writer.sums") files written"
 
 wait_for 90 rbd_lock_is "$T/b.conf" disk0 owner || fail "b does not take the image over"
 took=$((SECONDS - t0))
+margin_note "$took" "the lock break after the stop"
 [ "$(rbd_lock_stat "$T/b.conf" disk0 breaks)" = 1 ] || fail "b's --stats counts no broken lock"
 holder=$(sed -n "s/.*the lock's holder \([^ ]*\) keeps its watch but answers nothing.*/\1/p" \
     "$LOGS/b.log" | head -n 1)
