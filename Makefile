@@ -146,6 +146,9 @@ $(TOOLLIB): $(call obj,$(TOOLLIB_SRCS))
 
 $(BUILD)/tests/rdmablk-hostile: $(HOSTILE_OBJS)
 
+# rdmablk-ceph talks to the RBD tests' monitors through librados.
+$(BUILD)/tests/rdmablk-ceph: INIT_LIBS += -lrados
+
 $(BUILD)/tests/%: $(BUILD)/tests/tools/%.o $(TOOLLIB) $(LIB)
 	$(call say,LD,$@)$(CC) $(LDFLAGS) -o $@ $< $(filter $(HOSTILE_OBJS),$^) $(TOOLLIB) $(LIB) $(INIT_LIBS)
 

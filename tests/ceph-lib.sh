@@ -6,6 +6,8 @@
 #   ceph_up [POOL IMAGE SIZE]    start it, create a fresh pool and image (default rbd img0 256M);
 #                                prints "ceph-up: cluster ready in Ns"; sets CEPH_CONF CEPH_MON
 #   ceph_cmd ARGS...             `ceph` against it, bounded in time
+#   ceph_mon JSON                one monitor command through librados (rdmablk-ceph): the
+#                                pool's creation, the blocklist, without the CLI's cost
 #   rbd_cmd ARGS...              `rbd` against it, bounded in time
 #   ceph_pause / ceph_resume     SIGSTOP / SIGCONT the mon and the OSD: the whole cluster away
 #   rbd_lock_stat CONF EXPORT KEY  a member of an RBD export's "lock" in --stats (state...)
@@ -33,10 +35,26 @@ require_ceph() {
     done
     [ -e /usr/include/rbd/librbd.h ] || [ -e /usr/lib/x86_64-linux-gnu/librbd.so.1 ] ||
         skip "requires librbd (librbd-dev: scripts/install-deps)"
+    requires_file "$BUILD/tests/rdmablk-ceph"
 }
 
 ceph_cmd() {
     timeout -k 5 "$CEPH_CMD_TIMEOUT" ceph -c "$CEPH_CONF" --connect-timeout 30 "$@"
+}
+
+# ceph_mon JSON: the monitor command JSON (as the CLI would send it) through librados: the
+# answer on stdout, the monitor's status line on stderr; bounded by CEPH_CMD_TIMEOUT. Under TCG
+# one run of the `ceph` CLI (Python) costs about 5 s of CPU; this, a C program's start. Leak
+# checks are off for it under SANITIZE=1: librados' global state outlives rados_shutdown.
+ceph_mon() {
+    ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0 \
+        "$BUILD/tests/rdmablk-ceph" -c "$CEPH_CONF" -t "$CEPH_CMD_TIMEOUT" "$1"
+}
+
+# ceph_blocklist_add ADDR SECONDS: put the client instance ADDR on the OSDs' blocklist, as
+# another client's lock break does (`ceph osd blocklist add ADDR SECONDS`).
+ceph_blocklist_add() {
+    ceph_mon "{\"prefix\": \"osd blocklist\", \"blocklistop\": \"add\", \"addr\": \"$1\", \"expire\": $2.0}"
 }
 
 rbd_cmd() {
@@ -133,7 +151,8 @@ ceph_resume() {
 ceph_pool_image() {
     local pool=$1 image=$2 size=$3
     if ! timeout -k 5 30 rados -c "$CEPH_CONF" lspools | grep -qx "$pool"; then
-        step ceph-pool ceph_cmd osd pool create "$pool" 8 || fail "ceph osd pool create $pool failed"
+        step ceph-pool ceph_mon "{\"prefix\": \"osd pool create\", \"pool\": \"$pool\", \"pg_num\": 8}" ||
+            fail "creating pool $pool failed: $(tail -n 1 "$LOGS/ceph-pool.log")"
         # Its PGs must peer first, which takes long on a loaded TCG host: retried.
         wait_for 240 rbd_cmd pool init "$pool" || fail "rbd pool init $pool failed"
     fi
@@ -167,10 +186,11 @@ holder_addr() {
     rbd_cmd lock ls rbd/img0 2>/dev/null | awk 'NR > 2 && $1 ~ /^client\./ { print $NF; exit }'
 }
 
-# on_blocklist ADDR: true when ADDR is on the OSDs' blocklist (for wait_for: the ceph CLI is
+# on_blocklist ADDR: true when ADDR is on the OSDs' blocklist (for wait_for: the monitor may be
 # slow on a loaded TCG host, so ask until it answers); the list is in $LOGS/blocklist.log.
 on_blocklist() {
-    ceph_cmd osd blocklist ls >"$LOGS/blocklist.log" 2>&1 && grep -qF "$1" "$LOGS/blocklist.log"
+    ceph_mon '{"prefix": "osd blocklist ls"}' >"$LOGS/blocklist.log" 2>&1 &&
+        grep -qF "$1" "$LOGS/blocklist.log"
 }
 
 # export_reopened CONF EXPORT: true once EXPORT of the target running with CONF reopened its

@@ -58,7 +58,7 @@ fault() {
     fence)
         addr=$(holder_addr)
         [ -n "$addr" ] || { echo "fence: no lock holder to fence"; return 0; }
-        ceph_cmd osd blocklist add "$addr" 600 >>"$LOGS/fence.log" 2>&1 ;;
+        ceph_blocklist_add "$addr" 600 >>"$LOGS/fence.log" 2>&1 ;;
     esac
 }
 

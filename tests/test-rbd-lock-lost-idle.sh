@@ -25,7 +25,7 @@ holder=$(holder_addr)
 [ -n "$holder" ] || fail "rbd lock ls names no holder"
 ok "the target holds the lock as $holder; its session is idle"
 
-step blocklist ceph_cmd osd blocklist add "$holder" 600 || fail "ceph osd blocklist add failed"
+step blocklist ceph_blocklist_add "$holder" 600 || fail "blocklisting $holder failed: $(tail -n 1 "$LOGS/blocklist.log")"
 lost_count() { [ "$(rbd_lock_stat "$T/a.conf" rbd0 lost)" = 1 ]; }
 wait_for 20 lost_count || fail "20 s after its blocklist, the idle holder counts no lost lock"
 [ "$(rbd_lock_stat "$T/a.conf" rbd0 state)" != owner ] || fail "the target still claims the lock"

@@ -32,7 +32,7 @@ holder=$(holder_addr)
 [ -n "$holder" ] || fail "rbd lock ls names no holder"
 ok "a holds the lock as $holder and serves the client"
 
-step blocklist ceph_cmd osd blocklist add "$holder" 600 || fail "ceph osd blocklist add failed"
+step blocklist ceph_blocklist_add "$holder" 600 || fail "blocklisting $holder failed: $(tail -n 1 "$LOGS/blocklist.log")"
 wait_for 90 grep -qx "1: failed over" "$LOGS/pair.log" || fail "the client did not fail over to b"
 wait_for 60 rbd_lock_is "$T/b.conf" disk0 owner || fail "b did not take the lock"
 grep -q 'fenced off the image (ESHUTDOWN): resending it' "$LOGS/pair.log" ||

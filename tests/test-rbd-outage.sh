@@ -103,7 +103,7 @@ fenced=$(export_stat "$T/target.conf" rbd0 fenced)
 [ -n "$fenced" ] || fail "--stats names no fenced client instance"
 ok "cluster back: rbd0 reopened itself after $((SECONDS - t1))s; old instance $fenced fenced"
 # The old instance is on the cluster's blocklist (IP:PORT/NONCE of any of its entries).
-ceph_cmd osd blocklist ls >"$LOGS/blocklist.txt" 2>&1 || fail "ceph osd blocklist ls failed"
+ceph_mon '{"prefix": "osd blocklist ls"}' >"$LOGS/blocklist.txt" 2>&1 || fail "listing the blocklist failed: $(tail -n 1 "$LOGS/blocklist.txt")"
 python3 - "$fenced" "$LOGS/blocklist.txt" <<'PY' || fail "the fenced instance $fenced is not on the blocklist: $(cat "$LOGS/blocklist.txt")"
 import re, sys
 fenced, listed = sys.argv[1], open(sys.argv[2]).read()
