@@ -44,11 +44,9 @@ ceph_cmd() {
 
 # ceph_mon JSON: the monitor command JSON (as the CLI would send it) through librados: the
 # answer on stdout, the monitor's status line on stderr; bounded by CEPH_CMD_TIMEOUT. Under TCG
-# one run of the `ceph` CLI (Python) costs about 5 s of CPU; this, a C program's start. Leak
-# checks are off for it under SANITIZE=1: librados' global state outlives rados_shutdown.
+# one run of the `ceph` CLI (Python) costs about 5 s of CPU; this, a C program's start.
 ceph_mon() {
-    ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0 \
-        "$BUILD/tests/rdmablk-ceph" -c "$CEPH_CONF" -t "$CEPH_CMD_TIMEOUT" "$1"
+    "$BUILD/tests/rdmablk-ceph" -c "$CEPH_CONF" -t "$CEPH_CMD_TIMEOUT" "$1"
 }
 
 # ceph_blocklist_add ADDR SECONDS: put the client instance ADDR on the OSDs' blocklist, as
