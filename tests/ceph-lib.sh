@@ -43,7 +43,8 @@ ceph_cmd() {
 }
 
 # ceph_mon JSON: the monitor command JSON (as the CLI would send it) through librados: the
-# answer on stdout, the monitor's status line on stderr; bounded by CEPH_CMD_TIMEOUT. Under TCG
+# answer on stdout, the monitor's status line on stderr; each step bounded by CEPH_CMD_TIMEOUT
+# (1 to 3600), the whole run by twice that (rdmablk-ceph's alarm). Under TCG
 # one run of the `ceph` CLI (Python) costs about 5 s of CPU; this, a C program's start.
 ceph_mon() {
     "$BUILD/tests/rdmablk-ceph" -c "$CEPH_CONF" -t "$CEPH_CMD_TIMEOUT" "$1"

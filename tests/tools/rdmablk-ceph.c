@@ -7,7 +7,9 @@
  * librados, prints the monitor's answer on stdout and its status line on
  * stderr, and exits 0, or 1 with "rdmablk-ceph: ..." naming what failed
  * (connecting, or the command with the monitor's errno and status).
- * -t bounds the connection and the command (default 60 s).
+ * -t bounds each step (connecting, the maps, the command: default 60 s),
+ * and an alarm the whole run (twice that, plus 10 s): librados has no
+ * timer of its own on every wait, and the tests poll with this.
  *
  * Why a program: under TCG one run of the `ceph` CLI (Python) costs about
  * 5 s of CPU, and every RBD test creates its pool with one and may poll the
@@ -63,6 +65,7 @@ main(int argc, char **argv)
 	if (conf == NULL || argc - optind != 1)
 		usage();
 	cmd[0] = argv[optind];
+	alarm((unsigned)(2 * timeout_s + 10));   /* SIGALRM ends a hung run */
 
 	r = rados_create(&cluster, NULL);
 	if (r < 0)
@@ -99,7 +102,8 @@ main(int argc, char **argv)
 	if (outs_len > 0)
 		fprintf(stderr, "%.*s\n", (int)outs_len, outs);
 	if (r < 0)
-		fprintf(stderr, "rdmablk-ceph: %s: %s\n", cmd[0], strerror(-r));
+		fprintf(stderr, "rdmablk-ceph: %s: %s%s%.*s\n", cmd[0], strerror(-r),
+			outs_len > 0 ? ": " : "", (int)outs_len, outs != NULL ? outs : "");
 	rados_buffer_free(outbuf);
 	rados_buffer_free(outs);
 	rados_shutdown(cluster);
