@@ -35,6 +35,7 @@
 #include "pattern.h"
 #include "protocol.h"
 #include "rdmablk.h"
+#include "util.h"
 
 #define BLOCK   4096u
 #define SECTOR  512u
@@ -181,8 +182,7 @@ main(int argc, char **argv)
 	struct rb_client *c;
 	uint64_t blocks, seed;
 	int opt, fua = 0, unsafe = 0, r;
-	unsigned long pause_ms = 0;
-	char *end;
+	uint64_t pause_ms = 0;
 
 	rb_opts_init(&o);
 	o.queue_depth = 4;
@@ -194,10 +194,7 @@ main(int argc, char **argv)
 		case 'F': fua = 1; break;
 		case 'U': unsafe = 1; break;
 		case 'i':
-			errno = 0;
-			pause_ms = strtoul(optarg, &end, 10);
-			if (errno != 0 || end == optarg || *end != '\0' || optarg[0] == '-' ||
-			    pause_ms > 60000) {
+			if (rb_parse_uint(optarg, 0, 60000, &pause_ms) < 0) {
 				fprintf(stderr, "rdmablk-durable: -i %s: not a pause of 0 to "
 					"60000 ms\n", optarg);
 				return 2;
