@@ -72,18 +72,17 @@ main(int argc, char **argv)
 		return failed("rados_create", r);
 	snprintf(secs, sizeof(secs), "%llu", (unsigned long long)timeout_s);
 	if ((r = rados_conf_read_file(cluster, conf)) < 0) {
-		fprintf(stderr, "rdmablk-ceph: %s: %s\n", conf, strerror(-r));
-		rados_shutdown(cluster);
-		return 1;
+		failed(conf, r);
+		goto out_shutdown;
 	}
 	if ((r = rados_conf_set(cluster, "client_mount_timeout", secs)) < 0 ||
 	    (r = rados_conf_set(cluster, "rados_mon_op_timeout", secs)) < 0) {
-		rados_shutdown(cluster);
-		return failed("setting the timeouts", r);
+		failed("setting the timeouts", r);
+		goto out_shutdown;
 	}
 	if ((r = rados_connect(cluster)) < 0) {
-		rados_shutdown(cluster);
-		return failed("connecting to the cluster", r);
+		failed("connecting to the cluster", r);
+		goto out_shutdown;
 	}
 	/* rados_connect returns once authenticated, and the monitor's map may
 	 * still be on its way: a command sent meanwhile carries the initial
@@ -92,20 +91,21 @@ main(int argc, char **argv)
 	 * tests' lane 0); v2's longer handshake hid it.  This round trip to
 	 * the monitor comes after the map on the same connection. */
 	if ((r = rados_wait_for_latest_osdmap(cluster)) < 0) {
-		rados_shutdown(cluster);
-		return failed("waiting for the cluster's maps", r);
+		failed("waiting for the cluster's maps", r);
+		goto out_shutdown;
 	}
 	r = rados_mon_command(cluster, cmd, 1, "", 0, &outbuf, &outbuf_len, &outs,
 			      &outs_len);
 	if (outbuf_len > 0)
 		fwrite(outbuf, 1, outbuf_len, stdout);
-	if (outs_len > 0)
-		fprintf(stderr, "%.*s\n", (int)outs_len, outs);
-	if (r < 0)
+	if (r < 0)      /* the monitor's status on the error's own line */
 		fprintf(stderr, "rdmablk-ceph: %s: %s%s%.*s\n", cmd[0], strerror(-r),
 			outs_len > 0 ? ": " : "", (int)outs_len, outs != NULL ? outs : "");
+	else if (outs_len > 0)
+		fprintf(stderr, "%.*s\n", (int)outs_len, outs);
 	rados_buffer_free(outbuf);
 	rados_buffer_free(outs);
+out_shutdown:
 	rados_shutdown(cluster);
 	return r < 0 ? 1 : 0;
 }
