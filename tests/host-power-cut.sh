@@ -31,7 +31,7 @@ for i in $(seq $((cuts + controls))); do
 	kill_after=$((5 + RANDOM % 10))
 	echo "power-cut $i/$((cuts + controls)): durability=$mode seed=$seed, power cut $kill_after s after the writer started"
 	rc=0
-	(cd "$top" && scripts/vm-run --timeout 300 --disk "$img" --kill-after "$kill_after" --kill-from '^START ' "${envs[@]}" \
+	(cd "$top" && scripts/vm-run --timeout 300 --no-aslr --disk "$img" --kill-after "$kill_after" --kill-from '^START ' "${envs[@]}" \
 		tests/guest/power-cut-write.sh "$mode" "$seed") >"$work/write$i.log" 2>&1 || rc=$?
 	if [ "$rc" -ne 137 ]; then
 		echo "FAIL: power-cut $i: expected the power cut (137), vm-run exited $rc"
@@ -46,7 +46,7 @@ for i in $(seq $((cuts + controls))); do
 		tail -n 40 "$work/write$i.log"; fails=$((fails + 1)); continue
 	fi
 	rc=0
-	(cd "$top" && scripts/vm-run --timeout 300 --disk "$img" "${envs[@]}" \
+	(cd "$top" && scripts/vm-run --timeout 300 --no-aslr --disk "$img" "${envs[@]}" \
 		tests/guest/power-cut-check.sh "$seed") >"$work/check$i.log" 2>&1 || rc=$?
 	tr -d '\r' <"$work/check$i.log" | grep -E '^(HAVE|TORN) ' >"$work/have$i" || true
 	if [ "$rc" -ne 0 ] || grep -q '^TORN' "$work/have$i"; then
