@@ -3,8 +3,9 @@
 #  1. boot a guest with a fresh virtio disk; the target exports a file on ext4 on it;
 #     rdmablk-durable prints "ACK block gen" on the serial console after each durable reply;
 #  2. SIGKILL QEMU at a random time (vm-run --kill-after);
-#  3. boot a fresh guest on the same disk image; read every block back through RDMA;
-#     each block must hold at least the generation last acknowledged, and no sector is garbage.
+#  3. after every cut, boot one fresh guest with all the cut disk images; read every block of
+#     each back through RDMA; each block must hold at least the generation last acknowledged,
+#     and no sector is garbage.
 # Cuts: RDMABLK_POWER_CUTS (default 3; 20 under make check-long). Alternates
 # durability = always (plain writes) and durability = fua (FUA writes).
 # Then the negative control, RDMABLK_POWER_CUT_CONTROLS cuts (default 1; 5 under check-long):
@@ -22,6 +23,9 @@ trap 'rm -rf "$work"' EXIT
 envs=(--env "RDMABLK_BUILD=${RDMABLK_BUILD:-$top/build}")
 fails=0 total_acks=0 total_lost=0 control_cuts=0 control_lossy=0 control_lost=0
 
+# The cuts, one boot each. Their disks are then checked together in one more boot.
+declare -a modes=() seeds=() nacks=()
+checked=()
 for i in $(seq $((cuts + controls))); do
 	mode=always; [ $((i % 2)) -eq 0 ] && mode=fua
 	[ "$i" -gt "$cuts" ] && mode=control
@@ -40,19 +44,37 @@ for i in $(seq $((cuts + controls))); do
 	# No ACK at all must reach the check below, not end the script here (pipefail).
 	tr -d '\r' <"$work/write$i.log" | { grep -E '^ACK [0-9]+ [0-9]+$' || true; } |
 		awk '{ g[$2] = $3 } END { for (b in g) print b, g[b] }' | sort -n >"$work/acked$i"
-	nacks=$(tr -d '\r' <"$work/write$i.log" | grep -cE '^ACK [0-9]+ [0-9]+$' || true)
-	if [ "$nacks" -lt 1 ]; then
+	nacks[i]=$(tr -d '\r' <"$work/write$i.log" | grep -cE '^ACK [0-9]+ [0-9]+$' || true)
+	if [ "${nacks[i]}" -lt 1 ]; then
 		echo "FAIL: power-cut $i: the writer had no write acknowledged before the cut"
 		tail -n 40 "$work/write$i.log"; fails=$((fails + 1)); continue
 	fi
+	modes[i]=$mode seeds[i]=$seed
+	checked+=("$i")
+done
+
+# A boot reads the cut disks back, up to 8 at once (PCI slots): disk k of boot b is cut
+# ${checked[8 * b + k - 1]}; each cut's check prints between "CHECK k" and "CHECKED k STATUS".
+declare -a in_log=() at=()
+for ((b = 0; 8 * b < ${#checked[@]}; b++)); do
+	disks=() args=() k=0
+	for i in "${checked[@]:8 * b:8}"; do
+		k=$((k + 1)) in_log[i]=$work/check$b.log at[i]=$k
+		disks+=(--disk "$work/disk$i.img") args+=("${seeds[i]}")
+	done
 	rc=0
-	(cd "$top" && scripts/vm-run --timeout 300 --no-aslr --disk "$img" "${envs[@]}" \
-		tests/guest/power-cut-check.sh "$seed") >"$work/check$i.log" 2>&1 || rc=$?
-	tr -d '\r' <"$work/check$i.log" | grep -E '^(HAVE|TORN) ' >"$work/have$i" || true
-	if [ "$rc" -ne 0 ] || grep -q '^TORN' "$work/have$i"; then
-		echo "FAIL: power-cut $i: the check boot failed (exit $rc) or found garbage"
-		grep '^TORN' "$work/have$i" | head || true
-		tail -n 40 "$work/check$i.log"; fails=$((fails + 1)); continue
+	(cd "$top" && scripts/vm-run --timeout 300 --no-aslr "${disks[@]}" "${envs[@]}" \
+		tests/guest/power-cut-check.sh "${args[@]}") >"$work/check$b.raw" 2>&1 || rc=$?
+	tr -d '\r' <"$work/check$b.raw" >"$work/check$b.log"
+	[ "$rc" -eq 0 ] || { echo "FAIL: power-cut: check boot $((b + 1)) exited $rc"; tail -n 40 "$work/check$b.log"; }
+done
+for i in "${checked[@]}"; do
+	mode=${modes[i]}
+	awk -v k="${at[i]}" '/^CHECK [0-9]+$/ { c = $2 } c == k && /^(HAVE|TORN) /' "${in_log[i]}" >"$work/have$i"
+	if ! grep -qx "CHECKED ${at[i]} 0" "${in_log[i]}" || grep -q '^TORN' "$work/have$i"; then
+		echo "FAIL: power-cut $i: its check failed or found garbage"
+		awk -v k="${at[i]}" '/^CHECK [0-9]+$/ { c = $2 } c == k && !/^HAVE /' "${in_log[i]}" | tail -n 20
+		fails=$((fails + 1)); continue
 	fi
 	lost=$(awk 'NR == FNR { have[$2] = $3; next } !($1 in have) || have[$1] < $2 { print "block " $1 ": acknowledged generation " $2 ", found " (($1 in have) ? have[$1] : "nothing") }' \
 		"$work/have$i" "$work/acked$i")
@@ -60,7 +82,7 @@ for i in $(seq $((cuts + controls))); do
 		n=$(printf '%s' "$lost" | grep -c . || true)
 		control_cuts=$((control_cuts + 1)) control_lost=$((control_lost + n))
 		[ "$n" -gt 0 ] && control_lossy=$((control_lossy + 1))
-		echo "control: power-cut $i: $n of $(wc -l <"$work/acked$i") blocks with a plain acknowledgement lost ($nacks acknowledgements)"
+		echo "control: power-cut $i: $n of $(wc -l <"$work/acked$i") blocks with a plain acknowledgement lost (${nacks[i]} acknowledgements)"
 		continue
 	fi
 	if [ -n "$lost" ]; then
@@ -68,8 +90,8 @@ for i in $(seq $((cuts + controls))); do
 		echo "FAIL: power-cut $i: acknowledged-durable writes were lost:"
 		echo "$lost" | head -n 20; fails=$((fails + 1)); continue
 	fi
-	total_acks=$((total_acks + nacks))
-	echo "ok: power-cut $i: $nacks durable acknowledgements ($(wc -l <"$work/acked$i") blocks) all survived"
+	total_acks=$((total_acks + nacks[i]))
+	echo "ok: power-cut $i: ${nacks[i]} durable acknowledgements ($(wc -l <"$work/acked$i") blocks) all survived"
 done
 echo "power-cut: $cuts cuts, $total_acks acknowledged writes checked, $total_lost lost, $fails failed"
 echo "power-cut control: $control_cuts cuts with plain acknowledgements, $control_lossy of them lost writes ($control_lost blocks)"
