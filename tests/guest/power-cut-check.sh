@@ -24,7 +24,9 @@ CONF
 	"$build/rdmablk-target" -f -c /tmp/pc.conf -p /tmp/pc.pid 2>"/tmp/target$k.log" &
 	pid=$!
 	for _ in $(seq 600); do [ -s /tmp/pc.pid ] && break; sleep 0.1; done
-	[ -s /tmp/pc.pid ] || { cat "/tmp/target$k.log"; kill "$pid"; return 1; }
+	if ! [ -s /tmp/pc.pid ]; then
+		cat "/tmp/target$k.log"; kill "$pid"; wait "$pid"; umount "/mnt/pc$k"; return 1
+	fi
 	rc=0
 	"$build/tests/rdmablk-durable" -H "$RDMABLK_ADDR" -e pc check 4096 "$seed" || rc=$?
 	kill "$pid" && wait "$pid"
