@@ -30,8 +30,8 @@ ublk_add() {
 }
 
 # ublk_listed DEV PID: true (0) while `rdmablk-ublk list` shows DEV as the device of the
-# server PID, or as a stopped device (the kernel sets a dead device's pid to -1); 1 when it
-# does not; 2 when `list` itself failed. `add` takes the lowest free number, so once this
+# server PID, or as a stopped device (the kernel sets a dead device's pid to -1, and a new one's
+# until START_DEV); 1 when it does not; 2 when `list` itself failed. `add` takes the lowest free number, so once this
 # test's device is gone its name may be another test's, in another lane: the name alone
 # proves nothing, and a live device under another pid is not ours.
 ublk_listed() {
@@ -48,9 +48,15 @@ ublk_unlisted() {
     [ "$rc" = 1 ]
 }
 
-# _ublk_del_own DEV PID: at exit, remove DEV only while it is still the device of the server PID.
+# _ublk_del_own DEV PID: at exit, remove DEV only while the server PID still serves it. Not a
+# dead device (pid -1): the kernel lists a device in the middle of its `add` that way until
+# START_DEV, so it may be another lane's that took the number once ours was gone (seen: a test's
+# exit removed the next test's new device). A test whose server died removes its device itself,
+# as test-ublk-crash does.
 _ublk_del_own() {
-    ublk_listed "$1" "$2" >/dev/null || return 0
+    local list
+    list=$("$UBLK" list 2>/dev/null) || return 0
+    grep -Eq "^$1 state=[^ ]* pid=$2 " <<<"$list" || return 0
     "$UBLK" del "$1"
 }
 
