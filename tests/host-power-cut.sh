@@ -71,12 +71,15 @@ for ((b = 0; 8 * b < ${#checked[@]}; b++)); do
 		tail -n 40 "$work/check$b.log"; fails=$((fails + 1))
 	fi
 done
+# section K LOG: what the check of disk K printed in LOG.
+section() { awk -v k="$1" '/^CHECK [0-9]+$/ { c = $2 } c == k' "$2"; }
 for i in "${checked[@]}"; do
 	mode=${modes[i]}
-	awk -v k="${at[i]}" '/^CHECK [0-9]+$/ { c = $2 } c == k && /^(HAVE|TORN) /' "${in_log[i]}" >"$work/have$i"
-	if ! grep -qx "CHECKED ${at[i]} 0" "${in_log[i]}" || grep -q '^TORN' "$work/have$i"; then
+	section "${at[i]}" "${in_log[i]}" >"$work/section$i"
+	grep -E '^(HAVE|TORN) ' "$work/section$i" >"$work/have$i" || true
+	if ! grep -qx "CHECKED ${at[i]} 0" "$work/section$i" || grep -q '^TORN' "$work/have$i"; then
 		echo "FAIL: power-cut $i: its check failed or found garbage"
-		awk -v k="${at[i]}" '/^CHECK [0-9]+$/ { c = $2 } c == k && !/^HAVE /' "${in_log[i]}" | tail -n 20
+		grep -v '^HAVE ' "$work/section$i" | tail -n 20
 		fails=$((fails + 1)); continue
 	fi
 	lost=$(awk 'NR == FNR { have[$2] = $3; next } !($1 in have) || have[$1] < $2 { print "block " $1 ": acknowledged generation " $2 ", found " (($1 in have) ? have[$1] : "nothing") }' \
