@@ -29,17 +29,21 @@ ublk_add() {
     echo "$name: $DEV (server pid ${UBLK_PID:-?})" >>"$LOGS/$name.log"
 }
 
-# ublk_listed DEV PID: true (0) while `rdmablk-ublk list` shows DEV as the device of the
-# server PID, or as a stopped device (the kernel sets a dead device's pid to -1, and a new one's
-# until START_DEV); 1 when it does not; 2 when `list` itself failed. `add` takes the lowest free number, so once this
-# test's device is gone its name may be another test's, in another lane: the name alone
-# proves nothing, and a live device under another pid is not ours.
-ublk_listed() {
+# _ublk_shows DEV PIDS: true (0) while `rdmablk-ublk list` (printed) shows DEV with a pid that
+# matches the extended regex PIDS; 1 when it does not; 2 when `list` itself failed.
+_ublk_shows() {
     local list
     list=$("$UBLK" list 2>&1) || { echo "rdmablk-ublk list failed: $list"; return 2; }
     echo "$list"
-    grep -Eq "^$1 state=[^ ]* pid=($2|-1) " <<<"$list" || return 1
+    grep -Eq "^$1 state=[^ ]* pid=($2) " <<<"$list" || return 1
 }
+
+# ublk_listed DEV PID: true (0) while `list` shows DEV as the device of the server PID, or as
+# a stopped device (the kernel sets a dead device's pid to -1, and a new one's until
+# START_DEV); 1 when it does not; 2 when `list` itself failed. `add` takes the lowest free
+# number, so once this test's device is gone its name may be another test's, in another lane:
+# the name alone proves nothing, and a live device under another pid is not ours.
+ublk_listed() { _ublk_shows "$1" "$2|-1"; }
 
 # ublk_unlisted DEV PID: true only when `list` ran and shows neither (for wait_for).
 ublk_unlisted() {
@@ -54,9 +58,7 @@ ublk_unlisted() {
 # exit removed the next test's new device). A test whose server died removes its device itself,
 # as test-ublk-crash does.
 _ublk_del_own() {
-    local list
-    list=$("$UBLK" list 2>/dev/null) || return 0
-    grep -Eq "^$1 state=[^ ]* pid=$2 " <<<"$list" || return 0
+    _ublk_shows "$1" "$2" >/dev/null || return 0
     "$UBLK" del "$1"
 }
 
