@@ -25,6 +25,9 @@ CONF
 "$build/rdmablk-target" -f -c /tmp/pc.conf -p /tmp/pc.pid 2>/tmp/target.log &
 for _ in $(seq 600); do [ -s /tmp/pc.pid ] && break; sleep 0.1; done
 [ -s /tmp/pc.pid ] || { cat /tmp/target.log; exit 1; }
+# The file the target created must outlive the cut, in the control too (no write of it is ever
+# made durable): the check measures lost writes, not a lost file.
+sync
 flag=
 [ "$mode" = fua ] && flag=-F
 [ "$mode" = control ] && flag=-U
