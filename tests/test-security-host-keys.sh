@@ -1,34 +1,23 @@
 #!/bin/bash
-# test-shares: alone
+# test-shares: none
 # Per-initiator secrets (`allow = ADDRESS secret-file=PATH`, rdmablk.conf(5)): two initiator
 # addresses on one export, each with a key of its own. Each host's own key works (data written
 # and read back verified); the other host's key is refused, and so is the export-wide
-# secret-file for a host that has its own. The guest's netdev gets a second address, 10.55.0.2,
-# and each client names its source address (rdmablk-io -B, the library's source-address=): left
-# to the kernel, a connection to 10.55.0.2 came from 10.55.0.1. The target's log names the peer,
-# and the test checks it.
+# secret-file for a host that has its own. The guest's netdev gets the lane's second address
+# ($ADDR2, failover-lib), and each client names its source address (rdmablk-io -B, the library's
+# source-address=): left to the kernel, a connection to the second address came from the first.
+# The target's log names the peer, and the test checks it.
 # shellcheck source=tests/lib.sh
 . "$(dirname "$0")/lib.sh"
 
 require_rdma
 requires ip
 requires_file "$BUILD/rdmablk-target" "$BUILD/tests/rdmablk-io"
-[ "$(id -u)" = 0 ] || skip "needs root (adds an address to ${RDMABLK_NETDEV:-d0})"
-
-NETDEV=${RDMABLK_NETDEV:-d0}
+# shellcheck source=tests/failover-lib.sh
+. "$(dirname "$0")/failover-lib.sh"
 A1=$RDMABLK_ADDR
-A2=10.55.0.2
-
-if ip -o addr show dev "$NETDEV" | grep -qw "$A2"; then fail "$A2 is already on $NETDEV"; fi
-ip addr add "$A2/24" dev "$NETDEV" || fail "cannot add $A2 to $NETDEV"
-on_exit ip addr del "$A2/24" dev "$NETDEV"
-# rxe adds a GID for the new address (::ffff:10.55.0.2) asynchronously (a work item).
-gids() { grep -H . /sys/class/infiniband/*/ports/1/gids/* 2>/dev/null | grep -v ':0000:0000$'; }
-gid_present() { gids | grep -q 'ffff:0a37:0002$'; }
-if ! wait_for 90 gid_present; then
-    { ip -o addr show; gids; } >"$LOGS/gids.log" 2>&1
-    fail "no RDMA GID for $A2 after 90 s (gids.log)"
-fi
+A2=$ADDR2
+add_second_address    # host 2's address: the lane's second one, until the test exits
 
 head -c 48 /dev/urandom | base64 >"$T/h1.key"
 head -c 48 /dev/urandom | base64 >"$T/h2.key"
