@@ -1,5 +1,5 @@
 #!/bin/bash
-# test-shares: alone
+# test-shares: none
 # READs whose data is wholly in the page cache are served on the target's event loop
 # (preadv2 RWF_NOWAIT) without a worker round trip; the others still go to a worker. The
 # export lives on ext4 (a loop device), where RWF_NOWAIT works; tmpfs, where the other tests
@@ -52,8 +52,10 @@ cached() {
 
 step write rdmablk_io write 0 4M 21 || fail "write failed"
 # Nothing of the file in the page cache: every READ goes to a worker.
+# (dd's nocache with count=0 asks the kernel to drop the whole file's pages: this file only,
+# not every test's page cache, as drop_caches would.)
 sync
-echo 3 >/proc/sys/vm/drop_caches
+dd if="$T/fs/disk0.img" iflag=nocache count=0 status=none || fail "cannot drop disk0.img's pages"
 step read-cold rdmablk_io read 0 1M 21 || fail "cold read failed or returned wrong data"
 n0=$(cached)
 # 1M with max-io 256K is 4 READs; readahead may have pulled in the later ones by the time
