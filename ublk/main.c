@@ -180,16 +180,17 @@ static int
 serve(struct ub_dev *d, int ready_fd)
 {
 	sigset_t set;
-	struct timespec tick = { .tv_sec = 0, .tv_nsec = 200 * 1000 * 1000 };
 	char name[64];
 	int id, sig, own_stop = 0;
 
-	/* Queue threads inherit this: signals come to sigtimedwait only. */
+	/* Queue threads inherit this: signals come to sigwaitinfo only. */
 	sigemptyset(&set);
 	sigaddset(&set, SIGTERM);
 	sigaddset(&set, SIGINT);
 	sigaddset(&set, SIGHUP);
+	sigaddset(&set, UB_SIG_QUEUE_DONE);
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
+	d->main_tid = pthread_self();
 	signal(SIGPIPE, SIG_IGN);
 	if (ub_dev_add(d, &id) < 0) {
 		if (ready_fd >= 0)
@@ -205,11 +206,12 @@ serve(struct ub_dev *d, int ready_fd)
 		fputs(name, stdout);
 		fflush(stdout);
 	}
-	/* Until a signal (we stop the device) or every queue thread ended
-	 * (someone else stopped it: rdmablk-ublk del). */
+	/* Until a stop signal (we stop the device) or every queue thread
+	 * ended (someone else stopped it: rdmablk-ublk del), each of which
+	 * says so with UB_SIG_QUEUE_DONE: asleep until then, not polling. */
 	while (__atomic_load_n(&d->queues_done, __ATOMIC_ACQUIRE) < d->nr_queues) {
-		sig = sigtimedwait(&set, NULL, &tick);
-		if (sig > 0 && sig != SIGHUP) {
+		sig = sigwaitinfo(&set, NULL);
+		if (sig == SIGTERM || sig == SIGINT) {
 			own_stop = 1;
 			break;
 		}

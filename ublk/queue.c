@@ -470,5 +470,8 @@ ub_queue_run(void *arg)
 	io_uring_submit(&q->ring);
 out:
 	__atomic_add_fetch(&q->dev->queues_done, 1, __ATOMIC_RELEASE);
+	/* Blocked in every thread, so it stays pending until the main thread
+	 * waits for it: an end that comes first is not lost. */
+	pthread_kill(q->dev->main_tid, UB_SIG_QUEUE_DONE);
 	return NULL;
 }

@@ -12,6 +12,7 @@
 #include <linux/ublk_cmd.h>
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdint.h>
 #include <sys/ioctl.h>
 
@@ -67,7 +68,12 @@ struct ub_dev {
 	struct ub_queue              *queues;
 	struct rb_client             *first;    /* queue 0's client, opened to learn the export */
 	unsigned                      queues_done; /* atomic: threads that ended */
+	pthread_t                     main_tid; /* serve()'s thread: UB_SIG_QUEUE_DONE goes there */
 };
+
+/* A queue thread that ends sends this to the main thread, which sleeps in
+ * sigwaitinfo for it or a stop signal (main.c), with no periodic wake-up. */
+#define UB_SIG_QUEUE_DONE SIGUSR1
 
 /* queue.c: one thread per queue. */
 struct ub_queue {
