@@ -10,12 +10,13 @@
 . "$(dirname "$0")/ublk-lib.sh"
 
 requires fio
-ublk_setup 64M queue-depth=16
+# One queue: the sleeps are counted per thread, and a QD1 reader alternates between two.
+ublk_setup 64M queue-depth=16 queues=1
 SPIN=$DEV SPIN_PID=$UBLK_PID
 verify_qd1_qd8 "$SPIN" spin
 ok "busy-poll=adaptive (the default): crc32c-verified writes at QD1 and QD8"
 
-ublk_add plain hostname="$RDMABLK_ADDR" export=disk0 queue-depth=16 busy-poll=no
+ublk_add plain hostname="$RDMABLK_ADDR" export=disk0 queue-depth=16 queues=1 busy-poll=no
 fewer_sleeps busy-poll=adaptive "$SPIN" "$SPIN_PID" "$DEV" "$UBLK_PID"
 
 step del-spin timeout 120 "$UBLK" del "$SPIN" || fail "rdmablk-ublk del $SPIN failed"

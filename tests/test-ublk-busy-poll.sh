@@ -9,10 +9,11 @@
 . "$(dirname "$0")/ublk-lib.sh"
 
 requires fio
-ublk_setup 64M queue-depth=16 busy-poll=yes
+# One queue: the sleeps are counted per thread, and a QD1 reader alternates between two.
+ublk_setup 64M queue-depth=16 queues=1 busy-poll=yes
 BUSY=$DEV BUSY_PID=$UBLK_PID
 verify_qd1_qd8 "$BUSY" busy
 ok "busy-poll=yes: crc32c-verified writes at QD1 and QD8"
 
-ublk_add plain hostname="$RDMABLK_ADDR" export=disk0 queue-depth=16 busy-poll=no
+ublk_add plain hostname="$RDMABLK_ADDR" export=disk0 queue-depth=16 queues=1 busy-poll=no
 fewer_sleeps busy-poll=yes "$BUSY" "$BUSY_PID" "$DEV" "$UBLK_PID"

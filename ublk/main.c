@@ -101,10 +101,11 @@ usage(FILE *f)
 		"      secret-file mr source-address (as the nbdkit plugin; busy-poll\n"
 		"      also takes adaptive, the default here: spin about two round trips\n"
 		"      while one request is out, then sleep),\n"
-		"      queues=N (1..%u, default 1), connections=N per queue (1..%u, default %u)\n"
+		"      queues=N (1..%u, default %u; at most one per CPU), connections=N per\n"
+		"      queue (1..%u, default %u)\n"
 		"hostname=A,B:PORT,[IPV6]:PORT: targets of one shared export, failover\n"
 		"      in list order\n",
-		UB_MAX_QUEUES, UB_MAX_CONNS, UB_DEFAULT_CONNS);
+		UB_MAX_QUEUES, UB_DEFAULT_QUEUES, UB_MAX_CONNS, UB_DEFAULT_CONNS);
 }
 
 /* rdmablk-ublk's own keys first, then the library's. */
@@ -117,7 +118,7 @@ parse_params(struct ub_dev *d, int argc, char **argv)
 
 	rb_opts_init(&d->opts);
 	d->opts.busy_poll = RB_BUSY_POLL_ADAPTIVE;     /* rdmablk-ublk's default */
-	d->nr_queues = 1;
+	d->nr_queues = UB_DEFAULT_QUEUES;
 	d->nr_conns = UB_DEFAULT_CONNS;
 	for (i = 0; i < argc; i++) {
 		eq = strchr(argv[i], '=');
