@@ -99,7 +99,7 @@ usage(FILE *f)
 		"       rdmablk-ublk list\n"
 		"keys: hostname export port queue-depth timeout retry keepalive busy-poll\n"
 		"      secret-file mr source-address (as the nbdkit plugin; busy-poll\n"
-		"      also takes adaptive, the default here: spin about two round trips\n"
+		"      also takes adaptive, the default here: spin about four round trips\n"
 		"      while one request is out, then sleep),\n"
 		"      queues=N (1..%u, default %u; at most one per CPU), connections=N per\n"
 		"      queue (1..%u, default %u)\n"
