@@ -217,9 +217,14 @@ ub_dev_add(struct ub_dev *d, int *dev_id)
 		r = -EINVAL;
 		goto out_del;
 	}
-	if (d->info.nr_hw_queues != d->nr_queues || d->info.queue_depth != d->depth)
+	/* The default of two queues on one CPU is granted one: no news. */
+	if (d->info.queue_depth != d->depth ||
+	    (d->info.nr_hw_queues != d->nr_queues && d->queues_set))
 		ub_log("note: the kernel granted %u queue(s) of depth %u (asked %u of %u)",
 		       d->info.nr_hw_queues, d->info.queue_depth, d->nr_queues, d->depth);
+	else if (d->info.nr_hw_queues != d->nr_queues)
+		ub_info("%u queue(s), one per CPU (the default asks %u)", d->info.nr_hw_queues,
+			d->nr_queues);
 	d->nr_queues = d->info.nr_hw_queues;
 	d->depth = d->info.queue_depth;
 	d->io_bytes = d->info.max_io_buf_bytes < d->desc.max_io ?

@@ -135,6 +135,7 @@ parse_params(struct ub_dev *d, int argc, char **argv)
 				return -1;
 			}
 			d->nr_queues = (unsigned)v;
+			d->queues_set = 1;
 			continue;
 		}
 		if (strcmp(key, "connections") == 0) {

@@ -63,6 +63,7 @@ struct ub_queue;
 struct ub_dev {
 	struct rb_opts                opts;     /* busy_poll: ADAPTIVE unless set */
 	unsigned                      nr_queues;
+	int                           queues_set; /* queues= given, not the default */
 	unsigned                      nr_conns; /* connections=: per queue */
 	unsigned                      depth;
 	struct ublksrv_ctrl_dev_info  info;     /* the kernel's reply to ADD_DEV */
