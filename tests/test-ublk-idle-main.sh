@@ -27,7 +27,5 @@ ok "idle: the main thread was woken $woken times in 4 s"
 # The queue threads end when another process removes the device: the main thread, asleep
 # with no tick, must learn it from them and exit.
 t0=$SECONDS
-step del timeout 10 "$UBLK" del "$DEV" ||
-    fail "rdmablk-ublk del $DEV failed or took over 10 s (the server did not let the device go)"
-wait_for 10 _gone "$UBLK_PID" || fail "the server (pid $UBLK_PID) did not exit after del"
+ublk_del_wait idle 10
 ok "del: returned and the server exited within $((SECONDS - t0)) s"

@@ -119,11 +119,13 @@ print("%.2f" % (max(y - x for x, y in zip(b, a)) / max(1, int(sys.argv[3]))))' \
         "$before" "$after" $((ios1 - ios0))
 }
 
-# ublk_del_wait NAME: remove $DEV (step del-NAME) and wait until its server (UBLK_PID) has
-# exited, so that its exit lines are in the log.
+# ublk_del_wait NAME [SECS]: remove $DEV (step del-NAME) and wait until its server (UBLK_PID)
+# has exited, so that its exit lines are in the log; SECS bounds each (default: 120 for the
+# del, 30 for the exit).
 ublk_del_wait() {
-    step "del-$1" timeout 120 "$UBLK" del "$DEV" || fail "rdmablk-ublk del $DEV failed"
-    wait_for 30 _gone "$UBLK_PID" || fail "the server (pid $UBLK_PID) did not exit"
+    step "del-$1" timeout "${2:-120}" "$UBLK" del "$DEV" ||
+        fail "rdmablk-ublk del $DEV failed or took over ${2:-120} s"
+    wait_for "${2:-30}" _gone "$UBLK_PID" || fail "the server (pid $UBLK_PID) did not exit"
 }
 
 # ublk_exit_sum LOG FIELD: one counter of the server's exit lines in LOG, one line per queue and
