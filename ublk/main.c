@@ -102,7 +102,8 @@ usage(FILE *f)
 		"      also takes adaptive, the default here: spin about four round trips\n"
 		"      while one request is out, then sleep),\n"
 		"      queues=N (1..%u, default %u; at most one per CPU), connections=N per\n"
-		"      queue (1..%u, default %u)\n"
+		"      queue (1..%u, default %u), step-times=yes|no (log where each\n"
+		"      request's time went in the server, by step, at del; default no)\n"
 		"hostname=A,B:PORT,[IPV6]:PORT: targets of one shared export, failover\n"
 		"      in list order\n",
 		UB_MAX_QUEUES, UB_DEFAULT_QUEUES, UB_MAX_CONNS, UB_DEFAULT_CONNS);
@@ -136,6 +137,14 @@ parse_params(struct ub_dev *d, int argc, char **argv)
 			}
 			d->nr_queues = (unsigned)v;
 			d->queues_set = 1;
+			continue;
+		}
+		if (strcmp(key, "step-times") == 0) {
+			if (strcmp(eq + 1, "yes") != 0 && strcmp(eq + 1, "no") != 0) {
+				ub_log("invalid step-times '%s': expected yes or no", eq + 1);
+				return -1;
+			}
+			d->steps_on = strcmp(eq + 1, "yes") == 0;
 			continue;
 		}
 		if (strcmp(key, "connections") == 0) {

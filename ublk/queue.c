@@ -37,6 +37,7 @@ struct ub_io {
 	struct rb_aio    aio;
 	uint64_t         sent_ns;     /* busy-poll=adaptive: for its round trip, */
 	int              lone;        /* measured only when it was sent alone */
+	struct ub_steps_io steps;     /* step-times=yes */
 };
 
 /* A zeroed 128-byte SQE.  The ring has room for one command per tag and
@@ -74,6 +75,8 @@ prep_io_cmd(struct ub_queue *q, unsigned op, unsigned tag, int result)
 	cmd->result = result;
 	cmd->addr = (uintptr_t)(q->bufs + (size_t)tag * q->dev->io_bytes);
 	q->ios[tag].state = UB_IO_FETCHING;
+	if (q->dev->steps_on && op == UB_IO(UBLK_IO_COMMIT_AND_FETCH_REQ))
+		ub_steps_reaped(q, &q->ios[tag].steps);
 }
 
 /* Poll every connection's readiness fd that is not polled already. */
@@ -213,6 +216,8 @@ ub_queue_destroy(struct ub_queue *q)
 			"%llu spins ended in a sleep; mean round trip %llu us", q->id,
 			(unsigned long long)q->spins_won, (unsigned long long)q->spins_lost,
 			(unsigned long long)(q->spin.mean_ns / 1000));
+	if (q->dev->steps_on)
+		ub_steps_log(q);
 	q->nconns = 0;
 	free(q->ios);
 	q->ios = NULL;
@@ -273,6 +278,8 @@ start_io(struct ub_queue *q, unsigned tag)
 	unsigned op = ublksrv_get_op(iod), fl = ublksrv_get_flags(iod);
 	int r;
 
+	if (q->dev->steps_on)
+		ub_steps_fetched(q, &io->steps);
 	if (null_io()) {
 		prep_io_cmd(q, UB_IO(UBLK_IO_COMMIT_AND_FETCH_REQ), tag,
 			    op == UBLK_IO_OP_FLUSH ? 0 : (int)(iod->nr_sectors << 9));
@@ -325,6 +332,8 @@ start_io(struct ub_queue *q, unsigned tag)
 	r = rb_aio_submit(q->conns[least_busy(q)], a);
 	if (r < 0)
 		prep_io_cmd(q, UB_IO(UBLK_IO_COMMIT_AND_FETCH_REQ), tag, r);
+	else if (q->dev->steps_on)
+		ub_steps_sent(q, &io->steps);
 }
 
 /* busy-poll=adaptive: poll instead of sleeping?  Within the spin's
@@ -406,6 +415,8 @@ ub_queue_run(void *arg)
 	while (q->aborted < q->dev->depth || outstanding(q) > 0) {
 		n = outstanding(q);
 		spinning = 0;
+		if (q->dev->steps_on)
+			ub_steps_handing(q);
 		if (busy && n > 0) {
 			/* busy-poll=yes: no sleep while a reply is due.  Hand
 			 * the kernel what is queued (a syscall only then), take

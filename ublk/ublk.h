@@ -74,11 +74,27 @@ struct ub_dev {
 	struct rb_client             *first;    /* queue 0's client, opened to learn the export */
 	unsigned                      queues_done; /* atomic: threads that ended */
 	pthread_t                     main_tid; /* serve()'s thread: UB_SIG_QUEUE_DONE goes there */
+	int                           steps_on; /* step-times=yes (steps.c) */
+	uint64_t                      steps_inflight; /* atomic: fetched, not handed back */
+	uint64_t                      steps_idle_ns;  /* atomic: when that last fell to 0 */
 };
 
 /* A queue thread that ends sends this to the main thread, which sleeps in
  * sigwaitinfo for it or a stop signal (main.c), with no periodic wake-up. */
 #define UB_SIG_QUEUE_DONE SIGUSR1
+
+/* steps.c: step-times=yes, a request's time inside the server by step. */
+struct ub_steps_io {
+	uint64_t fetched_ns, sent_ns, reaped_ns;
+};
+struct ub_queue_steps {
+	uint64_t sent, sent_ns;         /* fetched to sent */
+	uint64_t rts, rt_ns;            /* sent to reaped */
+	uint64_t handed, hand_ns;       /* reaped to handed back */
+	uint64_t gaps, gap_ns;          /* idle gaps: handed back to the next fetch */
+	uint64_t pauses;                /* idle gaps too long to be one */
+	uint64_t pend, pend_sum_ns;     /* reaped, not handed back yet */
+};
 
 /* queue.c: one thread per queue. */
 struct ub_queue {
@@ -110,6 +126,7 @@ struct ub_queue {
 	int                unarmed;
 	int                spun_last;   /* the last pass was a spin */
 	uint64_t           spins_won, spins_lost;
+	struct ub_queue_steps steps;    /* step-times=yes */
 	int                ready;       /* FETCHes issued (under dev lock) */
 	int                failed;
 };
@@ -121,6 +138,13 @@ void ub_queue_destroy(struct ub_queue *q);
 void *ub_queue_run(void *arg);
 /* Set by queue threads when they have issued their FETCHes. */
 void ub_queue_ready(struct ub_queue *q, int ok);
+
+/* steps.c: each called only with step-times=yes (d->steps_on). */
+void ub_steps_fetched(struct ub_queue *q, struct ub_steps_io *s);
+void ub_steps_sent(struct ub_queue *q, struct ub_steps_io *s);
+void ub_steps_reaped(struct ub_queue *q, struct ub_steps_io *s);
+void ub_steps_handing(struct ub_queue *q);
+void ub_steps_log(const struct ub_queue *q);
 
 /* dev.c */
 int  ub_dev_add(struct ub_dev *d, int *dev_id);

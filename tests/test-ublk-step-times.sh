@@ -1,0 +1,118 @@
+#!/bin/bash
+# guest-kernel: 6.12
+# test-shares: none
+# rdmablk-ublk step-times=yes splits each request's time in the server by step, and the split
+# is true. The export is a block device on dm-delay (direct-io = yes, so every read reaches the
+# device). One device reads at QD1 with no delay, then a second one with 20 ms added to every
+# read of the device: the round trip (sent to reaped) grows past 15 ms (dm-delay's timer has
+# jiffy steps) while the server's own steps stay under 5 ms, and the no-delay round trip, the
+# control, is under 15 ms. In both runs
+# the steps and the idle gap add up to fio's time per IO within 25 %. A bad value is refused.
+# shellcheck source=tests/ublk-lib.sh
+. "$(dirname "$0")/ublk-lib.sh"
+
+requires fio dmsetup losetup python3
+require_rdma
+require_ublk
+modprobe dm_mod 2>/dev/null || true
+modprobe dm_delay 2>/dev/null || true
+modprobe loop 2>/dev/null || true
+dmsetup targets 2>/dev/null | grep -q '^delay' || skip "no dm-delay target"
+
+out=$("$UBLK" add hostname="$RDMABLK_ADDR" export=x step-times=maybe 2>&1) &&
+    fail "step-times=maybe was accepted: $out"
+grep -q "invalid step-times 'maybe': expected yes or no" <<<"$out" ||
+    fail "step-times=maybe: the error does not name the key and its values: $out"
+ok "step-times=maybe refused: $out"
+
+SECTORS=65536      # 32M
+DM=rdmablk-steps-$$
+cleanup_dm() {
+    [ -n "${TARGET_PID:-}" ] && _kill_wait "$TARGET_PID"
+    dmsetup remove --retry "$DM" 2>/dev/null
+    [ -n "${LOOP:-}" ] && losetup -d "$LOOP"
+    return 0
+}
+on_exit cleanup_dm
+
+# read_delay MS: every read of the device waits MS milliseconds; writes none.
+read_delay() {
+    if ! { dmsetup suspend "$DM" &&
+        dmsetup load "$DM" --table "0 $SECTORS delay $LOOP 0 $1 $LOOP 0 0" &&
+        dmsetup resume "$DM"; }; then
+        fail "cannot set the read delay to $1 ms"
+    fi
+}
+
+dd if=/dev/urandom of="$T/steps.raw" bs=1M count=32 status=none
+LOOP=$(losetup -f --show "$T/steps.raw") || fail "losetup failed"
+dmsetup create "$DM" --table "0 $SECTORS delay $LOOP 0 0 $LOOP 0 0" || fail "dmsetup create failed"
+dmsetup mknodes "$DM"    # no udev in the guest
+target_conf "$T/target.conf" port=10810 queue-depth=16 <<EOF
+[export steps]
+path = /dev/mapper/$DM
+direct-io = yes
+EOF
+start_target "$T/target.conf"
+
+# run NAME IOS: a device with step-times=yes, IOS 4 KiB reads at QD1, the device removed; writes
+# "sent rt hand gap gaps sent_n wall ios" to $T/NAME.fig: the step means and fio's time per IO
+# in us.
+run() {
+    local name=$1 ios=$2 line
+    ublk_add "$name" hostname="$RDMABLK_ADDR" export=steps queues=1 queue-depth=16 step-times=yes
+    step "fio-$name" fio --name="$name" --filename="$DEV" --allow_file_create=0 --ioengine=libaio \
+        --direct=1 --rw=randread --bs=4k --iodepth=1 --size=32M --number_ios="$ios" \
+        --output-format=json --output="$T/$name.json" || fail "fio QD1 reads on $DEV failed"
+    step "del-$name" timeout 120 "$UBLK" del "$DEV" || fail "rdmablk-ublk del $DEV failed"
+    wait_for 30 _gone "$UBLK_PID" || fail "the server (pid $UBLK_PID) did not exit"
+    line=$(grep -o 'queue 0: step-times: .*' "$LOGS/$name.log") ||
+        fail "$name: no step-times line in the server's log: $(cat "$LOGS/$name.log")"
+    echo "$name: $line"
+    python3 - "$line" "$T/$name.json" >"$T/$name.fig" <<'PY' || fail "$name: no figures"
+import json, re, sys
+m = re.search(r'(\d+) requests sent, (\d+) results handed back; mean us: fetched to sent ([\d.]+), '
+              r'sent to reaped ([\d.]+), reaped to handed back ([\d.]+); idle gap \(handed back to '
+              r'the next request, nothing in flight\) ([\d.]+) over (\d+) gaps, and (\d+) pauses over 10 ms',
+              sys.argv[1])
+if not m:
+    sys.exit("the step-times line does not parse: " + sys.argv[1])
+sent_n, handed, s, rt, h, gap, gaps, pauses = m.groups()
+r = json.load(open(sys.argv[2]))["jobs"][0]["read"]
+wall = r["runtime"] * 1000.0 / r["total_ios"]
+print(s, rt, h, gap, gaps, sent_n, "%.1f" % wall, r["total_ios"])
+PY
+}
+
+# check WHAT NAME RT_MIN RT_MAX: run NAME's figures add up, its round trip in [RT_MIN, RT_MAX) ms.
+check() {
+    python3 - "$1" "$(cat "$T/$2.fig")" "$3" "$4" <<'PY' || exit 1
+import sys
+name, f, lo, hi = sys.argv[1], sys.argv[2].split(), float(sys.argv[3]), float(sys.argv[4])
+s, rt, h, gap = map(float, f[:4])
+gaps, sent, wall, ios = int(f[4]), int(f[5]), float(f[6]), int(f[7])
+def bad(why):
+    print("FAIL: %s: %s (%s)" % (name, why, " ".join(f)), file=sys.stderr)
+    sys.exit(1)
+if sent < ios:
+    bad("%d requests sent for %d reads" % (sent, ios))
+if gaps < ios * 0.9:
+    bad("%d idle gaps for %d QD1 reads" % (gaps, ios))
+if not lo <= rt / 1000 < hi:
+    bad("round trip %.1f ms, not in [%g, %g) ms" % (rt / 1000, lo, hi))
+if s >= 5000 or h >= 5000:
+    bad("the server's own steps take %.0f and %.0f us" % (s, h))
+total = s + rt + h + gap
+if abs(total - wall) > 0.25 * wall:
+    bad("the steps add up to %.0f us per IO, fio saw %.0f" % (total, wall))
+print("%s: fetched to sent %.0f us, round trip %.0f us, reaped to handed back %.0f us, "
+      "idle gap %.0f us; sum %.0f us against fio's %.0f us per IO" % (name, s, rt, h, gap, total, wall))
+PY
+}
+
+run nodelay 400
+check "no delay (control)" nodelay 0 15
+read_delay 20
+run delay20 100
+check "20 ms read delay" delay20 15 60
+ok "step-times: the target's 20 ms read delay shows in the round trip, and nowhere else"
