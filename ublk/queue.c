@@ -213,8 +213,9 @@ ub_queue_destroy(struct ub_queue *q)
 	}
 	if (q->dev->opts.busy_poll == RB_BUSY_POLL_ADAPTIVE && q->spin.samples > 0)
 		ub_info("queue %u: busy-poll=adaptive: %llu replies came while it spun, "
-			"%llu spins ended in a sleep; mean round trip %llu us", q->id,
+			"%llu spins ended in a sleep, %llu yields; mean round trip %llu us", q->id,
 			(unsigned long long)q->spins_won, (unsigned long long)q->spins_lost,
+			(unsigned long long)q->spin_yields,
 			(unsigned long long)(q->spin.mean_ns / 1000));
 	if (q->dev->steps_on)
 		ub_steps_log(q);
@@ -466,8 +467,17 @@ ub_queue_run(void *arg)
 			n = outstanding(q);
 			reap(q, fired, 0);
 			q->unarmed = 1;
-			if (outstanding(q) < n)
+			if (outstanding(q) < n) {
 				q->spins_won++;
+			} else if (seen == 0 && now - q->yielded_ns >= UB_SPIN_YIELD_NS) {
+				/* Nothing came: a thread that waits for this CPU
+				 * (with software RDMA, rxe's workers and a local
+				 * target make the reply) runs now, not when the
+				 * scheduler gets round to preempting the spin. */
+				sched_yield();
+				q->yielded_ns = now;
+				q->spin_yields++;
+			}
 		} else {
 			reap(q, fired, 1);
 			if (fired == all)
