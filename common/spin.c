@@ -1,4 +1,6 @@
 /* The adaptive spin's rule (common/spin.h). */
+#include <sched.h>
+
 #include "spin.h"
 
 void
@@ -20,4 +22,14 @@ rb_spin_budget_ns(const struct rb_spin *s, unsigned outstanding, unsigned round_
 	if (s->samples == 0 || s->mean_ns > RB_SPIN_RTT_MAX_NS)
 		return 0;
 	return round_trips * s->mean_ns;
+}
+
+int
+rb_spin_idle_pass(uint64_t *yielded_ns, uint64_t now)
+{
+	if (now - *yielded_ns < RB_SPIN_YIELD_NS)
+		return 0;
+	sched_yield();
+	*yielded_ns = now;
+	return 1;
 }

@@ -24,6 +24,15 @@
 #define RB_SPIN_ROUND_TRIPS  2u
 /* Spin only while at most this many requests are outstanding. */
 #define RB_SPIN_MAX_OUT      1u
+/* A spin pass that found nothing gives the CPU up (sched_yield) at most
+ * this often.  With software RDMA the reply is made by threads that need
+ * a CPU (rxe's workers, a local target): on two CPUs one that landed on
+ * the spinning one waited for the scheduler to preempt the spin.  For
+ * rdmablk-ublk, QD1 replies came 10-18 % sooner at 15-19 yields per IO
+ * under emulation (90 when it yielded on every empty pass, for no more
+ * speed); with a hardware round trip of a few microseconds, seldom or
+ * never (docs/performance.md, "the spin yields"). */
+#define RB_SPIN_YIELD_NS     (20u * 1000)
 
 struct rb_spin {
 	uint64_t mean_ns;       /* moving mean of the round trip (1/8 weight); 0: none yet */
@@ -37,5 +46,9 @@ void rb_spin_sample(struct rb_spin *s, uint64_t rtt_ns);
  * sleep now. */
 uint64_t rb_spin_budget_ns(const struct rb_spin *s, unsigned outstanding,
 			   unsigned round_trips);
+/* A spin pass found nothing at now: sched_yield if RB_SPIN_YIELD_NS have
+ * passed since *yielded_ns (the last yield; 0: none), and then set it to
+ * now.  Returns 1 when it yielded. */
+int rb_spin_idle_pass(uint64_t *yielded_ns, uint64_t now);
 
 #endif

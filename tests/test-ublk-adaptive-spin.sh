@@ -23,7 +23,7 @@ fewer_sleeps busy-poll=adaptive "$SPIN" "$SPIN_PID" "$DEV" "$UBLK_PID"
 step del-spin timeout 120 "$UBLK" del "$SPIN" || fail "rdmablk-ublk del $SPIN failed"
 wait_for 30 grep -q 'busy-poll=adaptive: [1-9][0-9]* replies came while it spun' "$LOGS/ublk.log" ||
     fail "the server did not report replies reaped while it spun: $(grep -i 'queue 0' "$LOGS/ublk.log")"
-# A spin that found nothing gives its CPU up now and then (sched_yield, UB_SPIN_YIELD_NS): on
+# A spin that found nothing gives its CPU up now and then (sched_yield, RB_SPIN_YIELD_NS): on
 # two emulated CPUs a round trip is hundreds of microseconds, so every spin does.
 grep -q 'spins ended in a sleep, [1-9][0-9]* yields' "$LOGS/ublk.log" ||
     fail "the spin never gave its CPU up: $(grep -o 'busy-poll=adaptive: .*' "$LOGS/ublk.log")"

@@ -469,14 +469,8 @@ ub_queue_run(void *arg)
 			q->unarmed = 1;
 			if (outstanding(q) < n) {
 				q->spins_won++;
-			} else if (seen == 0 && now - q->yielded_ns >= UB_SPIN_YIELD_NS) {
-				/* Nothing came: a thread that waits for this CPU
-				 * (with software RDMA, rxe's workers and a local
-				 * target make the reply) runs now, not when the
-				 * scheduler gets round to preempting the spin. */
-				sched_yield();
-				q->yielded_ns = now;
-				q->spin_yields++;
+			} else if (seen == 0 && rb_spin_idle_pass(&q->yielded_ns, now)) {
+				q->spin_yields++;     /* nothing came: common/spin.h */
 			}
 		} else {
 			reap(q, fired, 1);

@@ -45,12 +45,6 @@
  * the spin costs this thread a second sleep on top of the one per request
  * for the next fetch; with two, 1-3 % of QD1 replies did. */
 #define UB_SPIN_ROUND_TRIPS 4u
-/* A spin with nothing reaped gives its CPU up (sched_yield) at most this
- * often: on two CPUs a reply came 10-18 % sooner than when the spin held
- * its CPU until preempted, at 15-19 yields per QD1 IO under emulation
- * (90 when it yielded on every empty pass, for no more speed); with a
- * hardware round trip of a few microseconds, seldom or never. */
-#define UB_SPIN_YIELD_NS  (20 * 1000ull)
 
 /* ctrl.c: /dev/ublk-control. */
 struct ub_ctrl {

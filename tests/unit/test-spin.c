@@ -1,7 +1,8 @@
 /* Unit test for the adaptive spin's rule (common/spin.c): no spin before
  * a round trip was measured, with nothing or too much outstanding, or
  * when the mean round trip is too long; otherwise two mean round trips,
- * the mean following the samples at 1/8 weight either way. */
+ * the mean following the samples at 1/8 weight either way.  A pass that
+ * found nothing yields the CPU at most every RB_SPIN_YIELD_NS. */
 #include <stdio.h>
 
 #include "spin.h"
@@ -12,6 +13,7 @@ int
 main(void)
 {
 	struct rb_spin s = { 0 };
+	uint64_t yielded = 0, t = 5000000000ull;
 	unsigned i;
 
 	CHECK(rb_spin_budget_ns(&s, 1, RB_SPIN_ROUND_TRIPS) == 0);           /* nothing measured yet */
@@ -37,6 +39,12 @@ main(void)
 	CHECK(s.mean_ns < 100000);
 	CHECK(rb_spin_budget_ns(&s, 1, RB_SPIN_ROUND_TRIPS) == RB_SPIN_ROUND_TRIPS * s.mean_ns);
 	CHECK(rb_spin_budget_ns(&s, 1, 4) == 4 * s.mean_ns);   /* rdmablk-ublk's */
+
+	/* The first empty pass yields; the next only RB_SPIN_YIELD_NS later. */
+	CHECK(rb_spin_idle_pass(&yielded, t) == 1 && yielded == t);
+	CHECK(rb_spin_idle_pass(&yielded, t + RB_SPIN_YIELD_NS - 1) == 0 && yielded == t);
+	CHECK(rb_spin_idle_pass(&yielded, t + RB_SPIN_YIELD_NS) == 1);
+	CHECK(yielded == t + RB_SPIN_YIELD_NS);
 
 	printf("test-spin: %d checks, %d failed\n", checks, failures);
 	return failures != 0;
