@@ -166,7 +166,7 @@ lead(struct rb_conn *conn, struct rb_slot *s, uint64_t deadline_ns, uint64_t spi
      int lone)
 {
 	struct lead_ctx l = { .conn = conn, .s = s };
-	uint64_t now;
+	uint64_t now, yielded = 0;
 	int r, spinning;
 
 	for (;;) {
@@ -192,6 +192,8 @@ lead(struct rb_conn *conn, struct rb_slot *s, uint64_t deadline_ns, uint64_t spi
 		if (!spinning)
 			sleep_on_channel(conn, rb_deadline_ms(deadline_ns, now,
 							      LEAD_MAX_SLEEP_MS));
+		else if (spin_until != UINT64_MAX)   /* adaptive: common/spin.h */
+			rb_spin_idle_pass(&yielded, now);
 	}
 }
 
