@@ -9,46 +9,22 @@
 . "$(dirname "$0")/lib.sh"
 # shellcheck source=tests/metrics-lib.sh
 . "$(dirname "$0")/metrics-lib.sh"
+# shellcheck source=tests/dmdelay-lib.sh
+. "$(dirname "$0")/dmdelay-lib.sh"
 
-requires nbdkit fio dmsetup losetup curl python3
+requires nbdkit fio curl python3
 require_rdma
 requires_file "$BUILD/nbdkit-rdma-plugin.so"
 fio --enghelp=nbd >/dev/null 2>&1 || skip "fio has no nbd engine"
-[ "$(id -u)" = 0 ] || skip "needs root (creates loop and dm devices)"
-modprobe dm_mod 2>/dev/null || true
-modprobe dm_delay 2>/dev/null || true
-modprobe loop 2>/dev/null || true
-dmsetup targets 2>/dev/null | grep -q '^delay' || skip "no dm-delay target"
-
-SECTORS=131072     # 64M
-DM=rdmablk-slow-$$
-cleanup_dm() {
-    [ -n "${NBDKIT_PID:-}" ] && _kill_wait "$NBDKIT_PID"
-    [ -n "${TARGET_PID:-}" ] && _kill_wait "$TARGET_PID"
-    dmsetup remove --retry "$DM" 2>/dev/null
-    [ -n "${LOOP:-}" ] && losetup -d "$LOOP"
-    return 0
-}
-on_exit cleanup_dm
-
-# write_delay MS: every write (and flush) of the device waits MS milliseconds; reads none.
-write_delay() {
-    dmsetup suspend "$DM" && dmsetup load "$DM" --table "0 $SECTORS delay $LOOP 0 0 $LOOP 0 $1" &&
-        dmsetup resume "$DM" || fail "cannot set the write delay to $1 ms"
-}
-
-truncate -s 64M "$T/slow.raw"
-LOOP=$(losetup -f --show "$T/slow.raw") || fail "losetup failed"
-dmsetup create "$DM" --table "0 $SECTORS delay $LOOP 0 0 $LOOP 0 0" || fail "dmsetup create failed"
-dmsetup mknodes "$DM"    # no udev in the guest
+dmdelay_create slow 64
 target_conf "$T/target.conf" port=10810 queue-depth=32 metrics-listen=$METRICS_ADDR <<EOF
 [export slow]
-path = /dev/mapper/$DM
+path = $DM_DEV
 direct-io = yes
 durability = fua
 EOF
 start_target "$T/target.conf"
-grep -q "export slow: /dev/mapper/$DM, 67108864 bytes, direct-io" "$LOGS/target.log" ||
+grep -q "export slow: $DM_DEV, 67108864 bytes, direct-io" "$LOGS/target.log" ||
     fail "the target did not open the export with direct-io"
 start_nbdkit hostname="$RDMABLK_ADDR" export=slow
 
@@ -81,7 +57,7 @@ EOF
 scrape "$T/s0.txt" || fail "GET /metrics failed"
 writes fast
 scrape "$T/s1.txt" || fail "GET /metrics failed"
-write_delay 60
+dmdelay_set 0 60
 writes slow
 scrape "$T/s2.txt" || fail "GET /metrics failed"
 p50s "$T/s0.txt" "$T/s1.txt" >"$T/fast.p50"

@@ -10,14 +10,13 @@
 # the steps and the idle gap add up to fio's time per IO within 25 %. A bad value is refused.
 # shellcheck source=tests/ublk-lib.sh
 . "$(dirname "$0")/ublk-lib.sh"
+# shellcheck source=tests/dmdelay-lib.sh
+. "$(dirname "$0")/dmdelay-lib.sh"
 
-requires fio dmsetup losetup python3
+requires fio python3
 require_rdma
 require_ublk
-modprobe dm_mod 2>/dev/null || true
-modprobe dm_delay 2>/dev/null || true
-modprobe loop 2>/dev/null || true
-dmsetup targets 2>/dev/null | grep -q '^delay' || skip "no dm-delay target"
+dmdelay_create steps 32
 
 out=$("$UBLK" add hostname="$RDMABLK_ADDR" export=x step-times=maybe 2>&1) &&
     fail "step-times=maybe was accepted: $out"
@@ -25,32 +24,9 @@ grep -q "invalid step-times 'maybe': expected yes or no" <<<"$out" ||
     fail "step-times=maybe: the error does not name the key and its values: $out"
 ok "step-times=maybe refused: $out"
 
-SECTORS=65536      # 32M
-DM=rdmablk-steps-$$
-cleanup_dm() {
-    [ -n "${TARGET_PID:-}" ] && _kill_wait "$TARGET_PID"
-    dmsetup remove --retry "$DM" 2>/dev/null
-    [ -n "${LOOP:-}" ] && losetup -d "$LOOP"
-    return 0
-}
-on_exit cleanup_dm
-
-# read_delay MS: every read of the device waits MS milliseconds; writes none.
-read_delay() {
-    if ! { dmsetup suspend "$DM" &&
-        dmsetup load "$DM" --table "0 $SECTORS delay $LOOP 0 $1 $LOOP 0 0" &&
-        dmsetup resume "$DM"; }; then
-        fail "cannot set the read delay to $1 ms"
-    fi
-}
-
-dd if=/dev/urandom of="$T/steps.raw" bs=1M count=32 status=none
-LOOP=$(losetup -f --show "$T/steps.raw") || fail "losetup failed"
-dmsetup create "$DM" --table "0 $SECTORS delay $LOOP 0 0 $LOOP 0 0" || fail "dmsetup create failed"
-dmsetup mknodes "$DM"    # no udev in the guest
 target_conf "$T/target.conf" port=10810 queue-depth=16 <<EOF
 [export steps]
-path = /dev/mapper/$DM
+path = $DM_DEV
 direct-io = yes
 EOF
 start_target "$T/target.conf"
@@ -112,7 +88,7 @@ PY
 
 run nodelay 400
 check "no delay (control)" nodelay 0 15
-read_delay 20
+dmdelay_set 20 0
 run delay20 100
 check "20 ms read delay" delay20 15 60
 ok "step-times: the target's 20 ms read delay shows in the round trip, and nowhere else"
