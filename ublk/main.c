@@ -140,11 +140,11 @@ parse_params(struct ub_dev *d, int argc, char **argv)
 			continue;
 		}
 		if (strcmp(key, "step-times") == 0) {
-			if (strcmp(eq + 1, "yes") != 0 && strcmp(eq + 1, "no") != 0) {
-				ub_log("invalid step-times '%s': expected yes or no", eq + 1);
+			if (rb_parse_bool(eq + 1, &d->steps_on) < 0) {
+				ub_log("invalid step-times '%s': expected a boolean (yes/no, "
+				       "true/false, on/off, 1/0)", eq + 1);
 				return -1;
 			}
-			d->steps_on = strcmp(eq + 1, "yes") == 0;
 			continue;
 		}
 		if (strcmp(key, "connections") == 0) {

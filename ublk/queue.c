@@ -40,6 +40,15 @@ struct ub_io {
 	struct ub_steps_io steps;     /* step-times=yes */
 };
 
+/* What is queued goes to the kernel now: step-times stamps the hand-back
+ * of the results among it (steps.c). */
+static void
+steps_handing(struct ub_queue *q)
+{
+	if (q->dev->steps_on)
+		ub_steps_handing(q);
+}
+
 /* A zeroed 128-byte SQE.  The ring has room for one command per tag and
  * one poll per connection, so it is never full; submit first if it were. */
 static struct io_uring_sqe *
@@ -48,6 +57,7 @@ get_sqe(struct ub_queue *q)
 	struct io_uring_sqe *sqe = io_uring_get_sqe(&q->ring);
 
 	if (sqe == NULL) {
+		steps_handing(q);
 		io_uring_submit(&q->ring);
 		sqe = io_uring_get_sqe(&q->ring);
 		if (sqe == NULL) {
@@ -416,17 +426,17 @@ ub_queue_run(void *arg)
 	while (q->aborted < q->dev->depth || outstanding(q) > 0) {
 		n = outstanding(q);
 		spinning = 0;
-		if (q->dev->steps_on)
-			ub_steps_handing(q);
 		if (busy && n > 0) {
 			/* busy-poll=yes: no sleep while a reply is due.  Hand
 			 * the kernel what is queued (a syscall only then), take
 			 * what the ring holds, and poll the CQs (user space). */
+			steps_handing(q);
 			r = io_uring_submit(&q->ring);
 			fired = all;
 		} else if (spin_now(q, n)) {
 			/* busy-poll=adaptive, within the spin: the same, and
 			 * the CQs are not re-armed as they are reaped. */
+			steps_handing(q);
 			r = io_uring_submit(&q->ring);
 			fired = all;
 			spinning = 1;
@@ -441,6 +451,7 @@ ub_queue_run(void *arg)
 				q->unarmed = 0;
 				reap(q, all, 1);
 			}
+			steps_handing(q);   /* after the arming's reap */
 			r = io_uring_submit_and_wait_timeout(&q->ring, &cqe, 1, &tick, NULL);
 			fired = r == -ETIME ? all : 0;   /* at least once a second: timeouts */
 		}
@@ -482,6 +493,7 @@ ub_queue_run(void *arg)
 	}
 	/* Results reaped after the aborts go nowhere: the kernel has failed
 	 * those requests itself. */
+	steps_handing(q);
 	io_uring_submit(&q->ring);
 out:
 	__atomic_add_fetch(&q->dev->queues_done, 1, __ATOMIC_RELEASE);

@@ -5,15 +5,17 @@
  * its metrics (docs/metrics.md: stage seconds).
  *
  *   fetched    a request's fetch CQE is handled
- *   sent       rb_aio_submit returned (the SEND posted: the doorbell, and
- *              with a software RDMA device its protocol work too)
+ *   sent       rb_aio_submit returned: its SEND posted (the doorbell, and
+ *              with a software RDMA device its protocol work too), or
+ *              queued for a credit or a reconnection
  *   reaped     its reply was reaped (io_done)
  *   handed     the io_uring call that hands its result back to the kernel
  *              begins
  *   idle gap   from a hand-back that left the whole device with nothing in
- *              flight to the next request fetched: the kernel's completion,
- *              the client (fio) and its next submission, and this thread's
- *              wake-up; with requests in flight there is no such gap.  A gap
+ *              flight to the next request fetched, by whichever queue: the
+ *              kernel's completion, the client (fio) and its next
+ *              submission, and that thread's wake-up, counted in that
+ *              queue's line; with requests in flight there is no gap.  A gap
  *              over UB_STEPS_GAP_MAX_NS is the client pausing (before its
  *              first request, between jobs): counted apart, not averaged */
 #include "ublk.h"
@@ -25,19 +27,23 @@ void
 ub_steps_fetched(struct ub_queue *q, struct ub_steps_io *s)
 {
 	struct ub_dev *d = q->dev;
-	uint64_t now = rb_now_ns(), idle;
+	uint64_t now, idle;
 
-	s->fetched_ns = now;
 	s->sent_ns = s->reaped_ns = 0;
 	if (__atomic_fetch_add(&d->steps_inflight, 1, __ATOMIC_ACQ_REL) == 0) {
 		idle = __atomic_load_n(&d->steps_idle_ns, __ATOMIC_ACQUIRE);
-		if (idle != 0 && now - idle > UB_STEPS_GAP_MAX_NS) {
+		now = rb_now_ns();      /* after the stamp it is compared with */
+		if (idle != 0 && now > idle && now - idle > UB_STEPS_GAP_MAX_NS) {
 			q->steps.pauses++;
+			q->steps.pause_ns += now - idle;
 		} else if (idle != 0 && now > idle) {
 			q->steps.gap_ns += now - idle;
 			q->steps.gaps++;
 		}
+	} else {
+		now = rb_now_ns();
 	}
+	s->fetched_ns = now;
 }
 
 void
@@ -74,12 +80,12 @@ ub_steps_handing(struct ub_queue *q)
 	now = rb_now_ns();
 	q->steps.hand_ns += q->steps.pend * now - q->steps.pend_sum_ns;
 	q->steps.handed += q->steps.pend;
-	/* The last one out stamps the idle gap's start.  A request fetched
-	 * by another queue meanwhile makes the count non-zero again, and its
-	 * gap is then measured from the previous stamp: rare, and only with
-	 * more than one request in flight, where no gap is claimed. */
-	if (__atomic_sub_fetch(&d->steps_inflight, q->steps.pend, __ATOMIC_ACQ_REL) == 0)
-		__atomic_store_n(&d->steps_idle_ns, now, __ATOMIC_RELEASE);
+	/* Every hand-back stamps, before its count goes down: a fetch that
+	 * sees the count reach 0 reads it only after it went down, so it
+	 * reads the stamp of the hand-back that emptied the device (or a
+	 * later one of another queue's, by less than that call's length). */
+	__atomic_store_n(&d->steps_idle_ns, now, __ATOMIC_RELEASE);
+	__atomic_sub_fetch(&d->steps_inflight, q->steps.pend, __ATOMIC_ACQ_REL);
 	q->steps.pend = 0;
 	q->steps.pend_sum_ns = 0;
 }
@@ -98,10 +104,11 @@ ub_steps_log(const struct ub_queue *q)
 	ub_info("queue %u: step-times: %llu requests sent, %llu results handed back; "
 		"mean us: fetched to sent %.1f, sent to reaped %.1f, reaped to handed "
 		"back %.1f; idle gap (handed back to the next request, nothing in flight) "
-		"%.1f over %llu gaps, and %llu pauses over 10 ms", q->id,
+		"%.1f over %llu gaps, and %llu pauses over %llu ms (%.1f ms in all)", q->id,
 		(unsigned long long)s->sent,
 		(unsigned long long)s->handed, mean_us(s->sent_ns, s->sent),
 		mean_us(s->rt_ns, s->rts), mean_us(s->hand_ns, s->handed),
 		mean_us(s->gap_ns, s->gaps), (unsigned long long)s->gaps,
-		(unsigned long long)s->pauses);
+		(unsigned long long)s->pauses, UB_STEPS_GAP_MAX_NS / 1000000,
+		(double)s->pause_ns / 1e6);
 }

@@ -92,7 +92,7 @@ struct ub_queue_steps {
 	uint64_t rts, rt_ns;            /* sent to reaped */
 	uint64_t handed, hand_ns;       /* reaped to handed back */
 	uint64_t gaps, gap_ns;          /* idle gaps: handed back to the next fetch */
-	uint64_t pauses;                /* idle gaps too long to be one */
+	uint64_t pauses, pause_ns;      /* idle gaps too long to be one */
 	uint64_t pend, pend_sum_ns;     /* reaped, not handed back yet */
 };
 
