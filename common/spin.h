@@ -25,13 +25,16 @@
 /* Spin only while at most this many requests are outstanding. */
 #define RB_SPIN_MAX_OUT      1u
 /* A spin pass that found nothing gives the CPU up (sched_yield) at most
- * this often.  With software RDMA the reply is made by threads that need
- * a CPU (rxe's workers, a local target): on two CPUs one that landed on
- * the spinning one waited for the scheduler to preempt the spin.  For
- * rdmablk-ublk, QD1 replies came 10-18 % sooner at 15-19 yields per IO
- * under emulation (90 when it yielded on every empty pass, for no more
- * speed); with a hardware round trip of a few microseconds, seldom or
- * never (docs/performance.md, "the spin yields"). */
+ * this often: the first empty pass of a spin does (the post may just have
+ * queued work on this CPU), then one every RB_SPIN_YIELD_NS.  With
+ * software RDMA the reply is made by threads that need a CPU (rxe's
+ * workers, a local target): on two CPUs one that landed on the spinning
+ * one waited for the scheduler to preempt the spin.  For rdmablk-ublk,
+ * QD1 replies came 10-18 % sooner at 15-19 yields per IO under emulation
+ * (90 when it yielded on every empty pass, for no more speed).  With a
+ * hardware round trip of a few microseconds: about one per IO, a syscall
+ * that returns at once when no other thread wants the CPU
+ * (docs/performance.md, "the spin yields"). */
 #define RB_SPIN_YIELD_NS     (20u * 1000)
 
 struct rb_spin {
