@@ -246,22 +246,26 @@ cmd_add(int argc, char **argv)
 		argc--;
 		argv++;
 	}
-	if (parse_params(&d, argc, argv) < 0)
-		return 2;
+	if (parse_params(&d, argc, argv) < 0) {
+		rc = 2;
+		goto free_opts;
+	}
 	rb_set_log(lib_log);
 	if (fg) {
 		rc = serve(&d, -1);
-		rb_opts_free(&d.opts);
-		return rc;
+		goto free_opts;
 	}
+	rc = 1;
 	if (pipe2(pfd, O_CLOEXEC) < 0) {
 		ub_log("pipe: %s", strerror(errno));
-		return 1;
+		goto free_opts;
 	}
 	pid = fork();
 	if (pid < 0) {
 		ub_log("fork: %s", strerror(errno));
-		return 1;
+		close(pfd[0]);
+		close(pfd[1]);
+		goto free_opts;
 	}
 	if (pid == 0) {
 		/* The server: its own session, out of the caller's way once the
@@ -286,12 +290,14 @@ cmd_add(int argc, char **argv)
 	close(pfd[0]);
 	if (n <= 0) {
 		waitpid(pid, &status, 0);
-		return 1;
+		goto free_opts;
 	}
 	buf[n] = '\0';
 	fputs(buf, stdout);
+	rc = 0;
+free_opts:
 	rb_opts_free(&d.opts);
-	return 0;
+	return rc;
 }
 
 static int
