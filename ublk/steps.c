@@ -27,23 +27,21 @@ void
 ub_steps_fetched(struct ub_queue *q, struct ub_steps_io *s)
 {
 	struct ub_dev *d = q->dev;
-	uint64_t now, idle;
+	uint64_t was = __atomic_fetch_add(&d->steps_inflight, 1, __ATOMIC_ACQ_REL);
+	uint64_t idle = __atomic_load_n(&d->steps_idle_ns, __ATOMIC_ACQUIRE);
+	uint64_t now = rb_now_ns();     /* after the stamp it is compared with */
 
-	s->sent_ns = s->reaped_ns = 0;
-	if (__atomic_fetch_add(&d->steps_inflight, 1, __ATOMIC_ACQ_REL) == 0) {
-		idle = __atomic_load_n(&d->steps_idle_ns, __ATOMIC_ACQUIRE);
-		now = rb_now_ns();      /* after the stamp it is compared with */
-		if (idle != 0 && now > idle && now - idle > UB_STEPS_GAP_MAX_NS) {
-			q->steps.pauses++;
-			q->steps.pause_ns += now - idle;
-		} else if (idle != 0 && now > idle) {
-			q->steps.gap_ns += now - idle;
-			q->steps.gaps++;
-		}
-	} else {
-		now = rb_now_ns();
-	}
 	s->fetched_ns = now;
+	s->sent_ns = s->reaped_ns = 0;
+	if (was != 0 || idle == 0 || now <= idle)
+		return;         /* no idle gap ends here */
+	if (now - idle > UB_STEPS_GAP_MAX_NS) {
+		q->steps.pauses++;
+		q->steps.pause_ns += now - idle;
+	} else {
+		q->steps.gap_ns += now - idle;
+		q->steps.gaps++;
+	}
 }
 
 void
