@@ -64,8 +64,7 @@ for r in $(seq "$ROUNDS"); do
           --bs=4k --iodepth=1 --size=512M --time_based --runtime="$RT" --output-format=json \
           --output="$T/$n.json" || fail "fio $n"
       b1=$(busy); v1=$(vcs "$UBLK_PID"); tv1=$(vcs "$TARGET_PID"); n1="$(nvcs "$UBLK_PID") $(nvcs "$TARGET_PID")"
-      timeout 120 "$UBLK" del "$DEV" || fail "del $n failed or took over 120 s"
-      wait_for 30 _gone "$UBLK_PID" || fail "server did not exit"
+      ublk_del_wait "$n"
       scrape "$T/m1"
       python3 - "$n" "$T/$n.json" "$b0" "$b1" "$v0" "$v1" "$tv0" "$tv1" "$T/m0" "$T/m1" "$LOGS/$n.log" "$(getconf CLK_TCK)" "$n0" "$n1" <<'PY' || fail "no figures for $n"
 import json, re, sys

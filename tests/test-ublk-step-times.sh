@@ -40,8 +40,7 @@ run() {
     step "fio-$name" fio --name="$name" --filename="$DEV" --allow_file_create=0 --ioengine=libaio \
         --direct=1 --rw=randread --bs=4k --iodepth=1 --size=32M --number_ios="$ios" \
         --output-format=json --output="$T/$name.json" || fail "fio QD1 reads on $DEV failed"
-    step "del-$name" timeout 120 "$UBLK" del "$DEV" || fail "rdmablk-ublk del $DEV failed"
-    wait_for 30 _gone "$UBLK_PID" || fail "the server (pid $UBLK_PID) did not exit"
+    ublk_del_wait "$name"
     line=$(grep -o 'queue 0: step-times: .*' "$LOGS/$name.log") ||
         fail "$name: no step-times line in the server's log: $(cat "$LOGS/$name.log")"
     echo "$name: $line"
