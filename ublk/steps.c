@@ -32,7 +32,7 @@ ub_steps_fetched(struct ub_queue *q, struct ub_steps_io *s)
 	uint64_t now = rb_now_ns();     /* after the stamp it is compared with */
 
 	s->fetched_ns = now;
-	s->sent_ns = s->reaped_ns = 0;
+	s->sent_ns = 0;
 	if (was != 0 || idle == 0 || now <= idle)
 		return;         /* no idle gap ends here */
 	if (now - idle > UB_STEPS_GAP_MAX_NS) {
@@ -57,13 +57,14 @@ ub_steps_sent(struct ub_queue *q, struct ub_steps_io *s)
 void
 ub_steps_reaped(struct ub_queue *q, struct ub_steps_io *s)
 {
-	s->reaped_ns = rb_now_ns();
+	uint64_t now = rb_now_ns();
+
 	if (s->sent_ns != 0) {
-		q->steps.rt_ns += s->reaped_ns - s->sent_ns;
+		q->steps.rt_ns += now - s->sent_ns;
 		q->steps.rts++;
 	}
 	q->steps.pend++;
-	q->steps.pend_sum_ns += s->reaped_ns;
+	q->steps.pend_sum_ns += now;
 }
 
 /* The io_uring call that hands the queued results back begins now. */

@@ -85,7 +85,7 @@ struct ub_dev {
 
 /* steps.c: step-times=yes, a request's time inside the server by step. */
 struct ub_steps_io {
-	uint64_t fetched_ns, sent_ns, reaped_ns;
+	uint64_t fetched_ns, sent_ns;
 };
 struct ub_queue_steps {
 	uint64_t sent, sent_ns;         /* fetched to sent */
