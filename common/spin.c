@@ -2,6 +2,7 @@
 #include <sched.h>
 
 #include "spin.h"
+#include "util.h"
 
 void
 rb_spin_sample(struct rb_spin *s, uint64_t rtt_ns)
@@ -30,6 +31,9 @@ rb_spin_idle_pass(uint64_t *yielded_ns, uint64_t now)
 	if (now - *yielded_ns < RB_SPIN_YIELD_NS)
 		return 0;
 	sched_yield();
-	*yielded_ns = now;
+	/* From when the CPU came back: a yield that let another thread run
+	 * for longer than the interval does not make the next empty pass
+	 * yield at once. */
+	*yielded_ns = rb_now_ns();
 	return 1;
 }

@@ -50,8 +50,8 @@ void rb_spin_sample(struct rb_spin *s, uint64_t rtt_ns);
 uint64_t rb_spin_budget_ns(const struct rb_spin *s, unsigned outstanding,
 			   unsigned round_trips);
 /* A spin pass found nothing at now: sched_yield if RB_SPIN_YIELD_NS have
- * passed since *yielded_ns (the last yield; 0: none), and then set it to
- * now.  Returns 1 when it yielded. */
+ * passed since *yielded_ns (the end of the last yield; 0: none), and then
+ * set it to the time the yield returned.  Returns 1 when it yielded. */
 int rb_spin_idle_pass(uint64_t *yielded_ns, uint64_t now);
 
 #endif
