@@ -192,6 +192,10 @@ rb_timer_start(struct rb_conn *conn, char *errbuf)
 		rb_seterr(errbuf, "pthread_create: %s", strerror(r));
 		return -r;
 	}
+	/* For ps -L, top -H and the tests that count its wake-ups. */
+	r = pthread_setname_np(conn->timer_thread, "rb-housekeep");
+	if (r != 0)
+		rb_log(RB_LOG_DEBUG, "pthread_setname_np: %s", strerror(r));
 	conn->timer_started = 1;
 	return 0;
 }
