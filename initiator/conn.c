@@ -220,7 +220,7 @@ rb_conn_create(const struct rb_conn_cfg *cfg, int list_only, uint64_t deadline_n
 		rb_log(RB_LOG_WARN, "test hook: no inline reads (RDMABLK_TEST_NO_READ_INLINE)");
 	}
 	SLIST_INIT(&conn->free_slots);
-	conn->stop_fd = -1;
+	conn->kick_fd = -1;
 	conn->leader = -1;
 	STAILQ_INIT(&conn->aio_done);
 	conn->nrecv = cfg->queue_depth + 1;

@@ -8,11 +8,13 @@
  * the target its members last connected to, and a member whose connection
  * is on another one leaves it (timer.c) and reconnects there first
  * (client.c, reconnect.c). */
+#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/queue.h>
+#include <unistd.h>
 
 #include "client.h"
 
@@ -22,6 +24,7 @@ struct rb_group {
 	unsigned refs;
 	unsigned cur;               /* the target its members go to */
 	uint64_t gen;               /* bumped when cur changes */
+	LIST_HEAD(, rb_group_watch) watchers;   /* kicked when it does */
 };
 
 static pthread_mutex_t groups_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -54,6 +57,7 @@ rb_group_join(const struct rb_client *c, unsigned cur)
 		g = calloc(1, sizeof(*g));
 		if (g != NULL) {
 			memcpy(g->key, key, sizeof(g->key));
+			LIST_INIT(&g->watchers);
 			g->cur = cur;
 			LIST_INSERT_HEAD(&groups, g, link);
 		}
@@ -105,12 +109,40 @@ rb_group_left(struct rb_group *g, unsigned idx, uint64_t seen_gen)
 void
 rb_group_moved(struct rb_group *g, unsigned idx)
 {
+	struct rb_group_watch *w;
+	uint64_t one = 1;
+
 	if (g == NULL)
 		return;
 	pthread_mutex_lock(&groups_mu);
 	if (g->cur != idx) {
 		g->cur = idx;
 		g->gen++;
+		LIST_FOREACH(w, &g->watchers, link)
+			if (write(w->fd, &one, sizeof(one)) < 0)
+				rb_log(RB_LOG_DEBUG, "kick a housekeeping thread: %s",
+				       strerror(errno));
 	}
+	pthread_mutex_unlock(&groups_mu);
+}
+
+void
+rb_group_watch(struct rb_group *g, struct rb_group_watch *w, int fd)
+{
+	if (g == NULL)
+		return;
+	w->fd = fd;
+	pthread_mutex_lock(&groups_mu);
+	LIST_INSERT_HEAD(&g->watchers, w, link);
+	pthread_mutex_unlock(&groups_mu);
+}
+
+void
+rb_group_unwatch(struct rb_group *g, struct rb_group_watch *w)
+{
+	if (g == NULL)
+		return;
+	pthread_mutex_lock(&groups_mu);
+	LIST_REMOVE(w, link);
 	pthread_mutex_unlock(&groups_mu);
 }

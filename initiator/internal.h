@@ -198,6 +198,16 @@ unsigned rb_group_target(struct rb_group *g, unsigned fallback, uint64_t *gen);
 void     rb_group_moved(struct rb_group *g, unsigned idx);
 /* 1 when the group moved (since seen_gen) to another target than idx. */
 int      rb_group_left(struct rb_group *g, unsigned idx, uint64_t seen_gen);
+/* A member connection's housekeeping thread, kicked through its eventfd
+ * when the group moves, so that it follows at once with no tick
+ * (timer.c).  Watch before the thread starts; unwatch before the fd is
+ * closed and before the group is left. */
+struct rb_group_watch {
+	LIST_ENTRY(rb_group_watch) link;
+	int                        fd;
+};
+void     rb_group_watch(struct rb_group *g, struct rb_group_watch *w, int fd);
+void     rb_group_unwatch(struct rb_group *g, struct rb_group_watch *w);
 
 /* tag = generation << 16 | slot index */
 #define RB_TAG_INDEX_BITS 16
@@ -330,11 +340,14 @@ struct rb_conn {
 	STAILQ_HEAD(rb_slot_queue, rb_slot) aio_done;
 	int                         aio_reaping;
 
-	/* The housekeeping thread (timer.c): never on the data path. */
+	/* The housekeeping thread (timer.c): never on the data path.  It
+	 * sleeps until its next deadline, or until kick_fd is written: to
+	 * stop it, for a connection marked dead, or for its group's move. */
 	pthread_t                   timer_thread;
 	int                         timer_started;
-	int                         stop_fd;    /* eventfd: stop the thread */
+	int                         kick_fd;    /* eventfd */
 	int                         stop;       /* atomic */
+	struct rb_group_watch       group_watch;
 };
 
 /* conn.c: verbs resources, matched create/destroy, refcount. */
@@ -429,6 +442,8 @@ void rb_conn_take_events(struct rb_conn *conn);
  * detection, and reaping the CQs when no leader is waiting. */
 int  rb_timer_start(struct rb_conn *conn, char *errbuf);
 void rb_timer_stop(struct rb_conn *conn);
+/* Wake the housekeeping thread now (a connection marked dead). */
+void rb_timer_kick(struct rb_conn *conn);
 
 /* request.c: one request on one connection. */
 struct rb_io {

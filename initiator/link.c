@@ -104,4 +104,6 @@ rb_conn_mark_dead_locked(struct rb_conn *conn, const char *why)
 	/* The leader, or an asynchronous reaper, sleeps on wake_fd. */
 	if (conn->leader >= 0 || conn->inflight > 0)
 		rb_conn_wake(conn);
+	/* The housekeeping thread disconnects it, with no tick to wait for. */
+	rb_timer_kick(conn);
 }

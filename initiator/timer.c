@@ -1,7 +1,12 @@
 /* The housekeeping thread, off the data path: keepalive NOPs, CM events
  * (DISCONNECTED, DEVICE_REMOVAL), disconnecting a dead QP, and reaping the
  * CQs when no request is waiting (a NOP's reply, a late SEND completion).
- * It never polls the completion channel, so the data path never wakes it. */
+ * It never polls the completion channel, so the data path never wakes it.
+ * Nor does a clock: it sleeps until the keepalive is next due, or until
+ * an event comes (CM, the device's, or a kick on kick_fd: stop, a
+ * connection marked dead, the group's move).  A busy connection's thread
+ * wakes about once per keepalive interval, an idle one's also once per
+ * NOP (docs/performance.md, "housekeeping"). */
 #include <errno.h>
 #include <poll.h>
 #include <string.h>
@@ -11,33 +16,50 @@
 #include "internal.h"
 #include "util.h"
 
+/* The later of two times. */
+static uint64_t
+later(uint64_t a, uint64_t b)
+{
+	return a > b ? a : b;
+}
+
+/* When an unanswered NOP makes the connection dead: twice the keepalive
+ * after the NOP, and three times after the target was last heard. */
+static uint64_t
+nop_deadline_locked(const struct rb_conn *conn)
+{
+	uint64_t ka = conn->cfg.keepalive_ns;
+
+	return later(conn->nop_sent_ns + 2 * ka, conn->last_rx_ns + 3 * ka) + 1;
+}
+
 /* Keepalive: after `keepalive` without hearing from the target, send a NOP;
  * no reply within twice that more and the connection is dead.  A dead
- * target is therefore noticed within about 3 x keepalive. */
-static void
-keepalive_tick_locked(struct rb_conn *conn)
+ * target is therefore noticed within about 3 x keepalive.  Returns when
+ * it is next due (rb_now_ns), UINT64_MAX for never. */
+static uint64_t
+keepalive_tick_locked(struct rb_conn *conn, uint64_t now)
 {
-	uint64_t now = rb_now_ns(), ka = conn->cfg.keepalive_ns;
+	uint64_t ka = conn->cfg.keepalive_ns;
 	struct rb_req_info ri;
 	struct rb_slot *s;
 	int r;
 
 	if (ka == 0 || conn->dead)
-		return;
+		return UINT64_MAX;
 	if (conn->nop_inflight) {
-		if (now - conn->nop_sent_ns > 2 * ka && now - conn->last_rx_ns > 3 * ka) {
-			rb_log(RB_LOG_ERROR, "%s:%u: no reply to keepalive within %llu ms",
-			       conn->cfg.host, conn->cfg.port,
-			       (unsigned long long)(2 * ka / 1000000));
-			rb_conn_mark_dead_locked(conn, "keepalive timeout");
-		}
-		return;
+		if (now < nop_deadline_locked(conn))
+			return nop_deadline_locked(conn);
+		rb_log(RB_LOG_ERROR, "%s:%u: no reply to keepalive within %llu ms",
+		       conn->cfg.host, conn->cfg.port, (unsigned long long)(2 * ka / 1000000));
+		rb_conn_mark_dead_locked(conn, "keepalive timeout");
+		return UINT64_MAX;
 	}
-	if (now - conn->last_rx_ns < ka || now - conn->nop_sent_ns < ka)
-		return;
+	if (now < later(conn->last_rx_ns, conn->nop_sent_ns) + ka)
+		return later(conn->last_rx_ns, conn->nop_sent_ns) + ka;
 	s = rb_slot_get_locked(conn, 1);
 	if (s == NULL)
-		return;
+		return now + ka / 4;    /* every slot busy: look again soon */
 	s->opcode = RB_OP_NOP;
 	memset(&ri, 0, sizeof(ri));
 	ri.opcode = RB_OP_NOP;
@@ -47,11 +69,12 @@ keepalive_tick_locked(struct rb_conn *conn)
 		rb_slot_event_locked(conn, s, RB_SLOT_EV_POST_FAILED);
 		rb_log(RB_LOG_ERROR, "keepalive: ibv_post_send: %s", strerror(-r));
 		rb_conn_mark_dead_locked(conn, "cannot post");
-		return;
+		return UINT64_MAX;
 	}
 	conn->nop_inflight = 1;
 	conn->nop_sent_ns = now;
 	__atomic_add_fetch(&conn->cfg.stats->keepalives, 1, __ATOMIC_RELAXED);
+	return nop_deadline_locked(conn);
 }
 
 /* The device's asynchronous events: a QP or CQ that the device put in
@@ -110,17 +133,35 @@ async_events(struct rb_conn *conn)
 	}
 }
 
-/* One round: CM events, keepalive, disconnecting a dead QP so its
- * outstanding work requests flush, and the CQs if nobody leads. */
+/* Reap the CQs if nobody leads: a NOP's reply, a late SEND completion.  A
+ * leader reaps everything itself; racing one is harmless (it is woken
+ * through wake_fd if we complete its slot). */
 static void
+reap_if_idle(struct rb_conn *conn)
+{
+	int idle;
+
+	pthread_mutex_lock(&conn->lock);
+	idle = conn->leader < 0;
+	pthread_mutex_unlock(&conn->lock);
+	if (idle)
+		rb_cq_poll_empty(conn, NULL, NULL);
+}
+
+/* One round: CM events, the CQs if nobody leads (first: a NOP's reply may
+ * be there), keepalive, disconnecting a dead QP so its outstanding work
+ * requests flush.  Returns when the next round is due. */
+static uint64_t
 housekeeping(struct rb_conn *conn)
 {
-	int disconnect = 0, idle;
+	int disconnect = 0;
+	uint64_t due;
 
 	rb_cm_poll_events(conn);
 	async_events(conn);
+	reap_if_idle(conn);
 	pthread_mutex_lock(&conn->lock);
-	keepalive_tick_locked(conn);
+	due = keepalive_tick_locked(conn, rb_now_ns());
 	/* The device's other connections went to another target (group.c):
 	 * follow them, so that none keeps the old target's export busy. */
 	if (!conn->dead &&
@@ -131,24 +172,26 @@ housekeeping(struct rb_conn *conn)
 		conn->disconnect_sent = 1;
 		disconnect = 1;
 	}
-	idle = conn->leader < 0;
 	pthread_mutex_unlock(&conn->lock);
 	if (disconnect)
 		rdma_disconnect(conn->id);
-	/* A leader reaps everything itself; racing one is harmless (it is
-	 * woken through wake_fd if we complete its slot). */
-	if (idle)
-		rb_cq_poll_empty(conn, NULL, NULL);
+	return due;
 }
 
-static int
-tick_ms(const struct rb_conn *conn)
-{
-	uint64_t ms = conn->cfg.keepalive_ns / 4 / 1000000;
+/* Milliseconds from now to due, rounded up (a round that comes early
+ * finds nothing due and sleeps again), at most HOUSEKEEPING_MAX_MS: a
+ * bound on what a lost kick could cost. */
+#define HOUSEKEEPING_MAX_MS 10000
 
-	if (conn->cfg.keepalive_ns == 0 || ms > 1000)
-		return 1000;
-	return ms < 50 ? 50 : (int)ms;
+static int
+sleep_ms(uint64_t due)
+{
+	uint64_t now = rb_now_ns(), ms;
+
+	if (due <= now)
+		return 0;
+	ms = (due - now + 999999) / 1000000;
+	return ms > HOUSEKEEPING_MAX_MS ? HOUSEKEEPING_MAX_MS : (int)ms;
 }
 
 static void *
@@ -157,17 +200,29 @@ timer_thread(void *arg)
 	struct rb_conn *conn = arg;
 	struct pollfd pfd[3] = {
 		{ .fd = conn->cm_ch->fd, .events = POLLIN },
-		{ .fd = conn->stop_fd, .events = POLLIN },
+		{ .fd = conn->kick_fd, .events = POLLIN },
 		{ .fd = conn->id->verbs->async_fd, .events = POLLIN },
 	};
-	int ms = tick_ms(conn);
+	uint64_t n;
 
 	while (!__atomic_load_n(&conn->stop, __ATOMIC_ACQUIRE)) {
-		housekeeping(conn);
-		if (poll(pfd, 3, ms) < 0 && errno != EINTR)
+		if (poll(pfd, 3, sleep_ms(housekeeping(conn))) < 0 && errno != EINTR)
 			break;
+		if ((pfd[1].revents & POLLIN) && read(conn->kick_fd, &n, sizeof(n)) < 0 &&
+		    errno != EAGAIN)
+			rb_log(RB_LOG_DEBUG, "kick_fd: %s", strerror(errno));
 	}
 	return NULL;
+}
+
+/* Wake the housekeeping thread for something to do now. */
+void
+rb_timer_kick(struct rb_conn *conn)
+{
+	uint64_t one = 1;
+
+	if (conn->kick_fd >= 0 && write(conn->kick_fd, &one, sizeof(one)) < 0)
+		rb_log(RB_LOG_DEBUG, "kick the housekeeping thread: %s", strerror(errno));
 }
 
 int
@@ -182,13 +237,16 @@ rb_timer_start(struct rb_conn *conn, char *errbuf)
 		rb_seterr(errbuf, "async event fd: fcntl: %s", strerror(-r));
 		return r;
 	}
-	conn->stop_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	if (conn->stop_fd < 0) {
+	conn->kick_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (conn->kick_fd < 0) {
 		rb_seterr(errbuf, "eventfd: %s", strerror(errno));
 		return -errno;
 	}
+	/* Before the thread's first round, which sees any move before it. */
+	rb_group_watch(conn->cfg.group, &conn->group_watch, conn->kick_fd);
 	r = pthread_create(&conn->timer_thread, NULL, timer_thread, conn);
 	if (r != 0) {
+		rb_group_unwatch(conn->cfg.group, &conn->group_watch);
 		rb_seterr(errbuf, "pthread_create: %s", strerror(r));
 		return -r;
 	}
@@ -207,13 +265,14 @@ rb_timer_stop(struct rb_conn *conn)
 
 	if (conn->timer_started) {
 		__atomic_store_n(&conn->stop, 1, __ATOMIC_RELEASE);
-		if (write(conn->stop_fd, &one, sizeof(one)) < 0)
+		if (write(conn->kick_fd, &one, sizeof(one)) < 0)
 			rb_log(RB_LOG_DEBUG, "stop the housekeeping thread: %s",
 			       strerror(errno));
 		pthread_join(conn->timer_thread, NULL);
+		rb_group_unwatch(conn->cfg.group, &conn->group_watch);
 		conn->timer_started = 0;
 	}
-	if (conn->stop_fd >= 0)
-		close(conn->stop_fd);
-	conn->stop_fd = -1;
+	if (conn->kick_fd >= 0)
+		close(conn->kick_fd);
+	conn->kick_fd = -1;
 }

@@ -1,0 +1,60 @@
+#!/bin/bash
+# guest-kernel: 6.12
+# test-shares: none
+# Each connection's housekeeping thread (rb-housekeep: keepalive NOPs, CM and device events, a
+# dead QP's disconnect) sleeps until something is due instead of ticking. With the default
+# keepalive of 2 s it wakes about once per keepalive interval, whether the device is idle or
+# busy: at most 5 times in 6 s each (the build before ticked every 500 ms, 12 or more). Counted
+# from each thread's own voluntary_ctxt_switches, one queue with two connections, over 6 s idle
+# and over 6 s of QD1 reads (which take the first connection only). The keepalive still does its
+# job: over the idle 8 s the target receives NOPs, and no connection is declared lost (an
+# unanswered or unsent NOP would end one within 3 x keepalive = 6 s).
+# shellcheck source=tests/ublk-lib.sh
+. "$(dirname "$0")/ublk-lib.sh"
+
+requires fio
+ublk_setup 64M queues=1 connections=2
+
+# The housekeeping threads' voluntary switches, one line each: TID COUNT.
+hk_switches() {
+    local task
+    for task in /proc/"$UBLK_PID"/task/*; do
+        [ "$(cat "$task/comm" 2>/dev/null)" = rb-housekeep ] || continue
+        printf '%s %s\n' "${task##*/}" "$(sed -n 's/^voluntary_ctxt_switches:[[:space:]]*//p' "$task/status")"
+    done
+}
+
+# hk_woken WHAT BEFORE AFTER: each thread's wake-ups between the two snapshots, at most 5.
+hk_woken() {
+    local what=$1 tid n0 n1 threads=0 woken=""
+    while read -r tid n0; do
+        n1=$(printf '%s\n' "$3" | awk -v t="$tid" '$1 == t { print $2 }')
+        [ -n "$n1" ] || fail "housekeeping thread $tid ended during the $what period"
+        woken="$woken $((n1 - n0))"
+        threads=$((threads + 1))
+        [ $((n1 - n0)) -le 5 ] ||
+            fail "$what: housekeeping thread $tid was woken $((n1 - n0)) times in 6 s (at most 5)"
+    done <<<"$2"
+    [ "$threads" -eq 2 ] || fail "expected 2 housekeeping threads (rb-housekeep), found $threads"
+    ok "$what: the housekeeping threads were woken$woken times in 6 s"
+}
+
+nap 2       # past add's own start-up
+nops0=$(export_stat "$T/target.conf" disk0 nops) || fail "--stats failed"
+before=$(hk_switches)
+nap 6
+hk_woken idle "$before" "$(hk_switches)"
+nap 2
+nops1=$(export_stat "$T/target.conf" disk0 nops) || fail "--stats failed"
+[ "$nops1" -gt "$nops0" ] || fail "no keepalive NOP reached the target in 8 idle seconds"
+if grep -q 'lost' "$LOGS/ublk.log"; then
+    fail "a connection was lost while idle: $(grep 'lost' "$LOGS/ublk.log")"
+fi
+ok "idle: $((nops1 - nops0)) keepalive NOPs answered in 8 s, no connection lost"
+
+before=$(hk_switches)
+fio --name=busy --filename="$DEV" --allow_file_create=0 --ioengine=libaio --direct=1 \
+    --rw=randread --bs=4k --iodepth=1 --size=32M --time_based --runtime=6 \
+    >"$LOGS/busy.log" 2>&1 || fail "fio QD1 reads on $DEV failed"
+hk_woken "QD1 reads" "$before" "$(hk_switches)"
+ublk_del_wait busy
