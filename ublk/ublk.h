@@ -126,7 +126,7 @@ struct ub_queue {
 	int                unarmed;
 	int                spun_last;   /* the last pass was a spin */
 	uint64_t           spins_won, spins_lost, spin_yields;
-	uint64_t           yielded_ns;  /* the spin's last sched_yield */
+	uint64_t           yielded_ns;  /* when the spin's last sched_yield returned */
 	struct ub_queue_steps steps;    /* step-times=yes */
 	int                ready;       /* FETCHes issued (under dev lock) */
 	int                failed;
