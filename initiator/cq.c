@@ -114,7 +114,8 @@ handle_recv_locked(struct rb_conn *conn, uint32_t index, uint32_t len,
 	uint64_t index_mask = (UINT64_C(1) << RB_TAG_INDEX_BITS) - 1;
 	int r;
 
-	conn->last_rx_ns = rb_now_ns();
+	uint64_t now = rb_now_ns();
+
 	if (rb_reply_decode(rb_conn_recv_buf(conn, index), len, &rep, &why) < 0) {
 		rb_log(RB_LOG_ERROR, "%s:%u: bad reply: %s", conn->cfg.host,
 		       conn->cfg.port, why);
@@ -123,6 +124,10 @@ handle_recv_locked(struct rb_conn *conn, uint32_t index, uint32_t len,
 	}
 	if ((rep.tag & index_mask) < conn->nslots)
 		s = &conn->slots[rep.tag & index_mask];
+	/* Heard from the target; a keepalive NOP's own reply does not move
+	 * the next NOP (timer.c: one every keepalive while idle). */
+	if (s == NULL || s->owned || s->opcode != RB_OP_NOP)
+		conn->last_rx_ns = now;
 	if (s != NULL && s->state == RB_SLOT_ORPHANED &&
 	    s->gen == rep.tag >> RB_TAG_INDEX_BITS) {
 		/* Polled after the connection died: its owner resends it. */

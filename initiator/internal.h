@@ -312,7 +312,7 @@ struct rb_conn {
 	int                         dead;
 	int                         disconnect_sent;
 	int                         refs;
-	uint64_t                    last_rx_ns;
+	uint64_t                    last_rx_ns; /* last reply reaped, keepalive NOPs' aside */
 	uint64_t                    nop_sent_ns;
 	int                         nop_inflight;
 

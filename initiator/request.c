@@ -140,8 +140,8 @@ prepare(struct rb_conn *conn, struct rb_slot *s, const struct rb_io *io,
 
 /* Under the lock, no credit free.  Slots RELEASED (waiting for a SEND
  * completion nobody is armed for) or a keepalive NOP with no leader to reap
- * it would otherwise sit until the housekeeping tick: reap them here, then
- * wait a little and look again. */
+ * it would otherwise sit until the housekeeping thread's next round (up to a
+ * keepalive away): reap them here, then wait a little and look again. */
 #define SLOT_REPOLL_NS (2 * 1000000ull)
 
 static int

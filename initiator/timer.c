@@ -5,8 +5,9 @@
  * Nor does a clock: it sleeps until the keepalive is next due, or until
  * an event comes (CM, the device's, or a kick on kick_fd: stop, a
  * connection marked dead, the group's move).  A busy connection's thread
- * wakes about once per keepalive interval, an idle one's also once per
- * NOP (docs/performance.md, "housekeeping"). */
+ * wakes about once per keepalive interval, and so does an idle one's,
+ * which sends a NOP each time (docs/performance.md, "The housekeeping
+ * threads sleep until something is due"). */
 #include <errno.h>
 #include <poll.h>
 #include <string.h>
@@ -33,10 +34,11 @@ nop_deadline_locked(const struct rb_conn *conn)
 	return later(conn->nop_sent_ns + 2 * ka, conn->last_rx_ns + 3 * ka) + 1;
 }
 
-/* Keepalive: after `keepalive` without hearing from the target, send a NOP;
- * no reply within twice that more and the connection is dead.  A dead
- * target is therefore noticed within about 3 x keepalive.  Returns when
- * it is next due (rb_now_ns), UINT64_MAX for never. */
+/* Keepalive: after `keepalive` without hearing from the target, send a NOP
+ * (and while idle, one every keepalive); no reply within twice that more
+ * and the connection is dead.  A dead target is therefore noticed within
+ * about 3 x keepalive.  Returns when it is next due (rb_now_ns),
+ * UINT64_MAX for never. */
 static uint64_t
 keepalive_tick_locked(struct rb_conn *conn, uint64_t now)
 {
@@ -48,8 +50,12 @@ keepalive_tick_locked(struct rb_conn *conn, uint64_t now)
 	if (ka == 0 || conn->dead)
 		return UINT64_MAX;
 	if (conn->nop_inflight) {
+		/* Look again one keepalive after the NOP: its reply reaped by
+		 * then (housekeeping() reaps first), the next NOP goes out, so
+		 * an idle connection sends one every keepalive. */
 		if (now < nop_deadline_locked(conn))
-			return nop_deadline_locked(conn);
+			return now < conn->nop_sent_ns + ka ? conn->nop_sent_ns + ka :
+				nop_deadline_locked(conn);
 		rb_log(RB_LOG_ERROR, "%s:%u: no reply to keepalive within %llu ms",
 		       conn->cfg.host, conn->cfg.port, (unsigned long long)(2 * ka / 1000000));
 		rb_conn_mark_dead_locked(conn, "keepalive timeout");
@@ -74,7 +80,7 @@ keepalive_tick_locked(struct rb_conn *conn, uint64_t now)
 	conn->nop_inflight = 1;
 	conn->nop_sent_ns = now;
 	__atomic_add_fetch(&conn->cfg.stats->keepalives, 1, __ATOMIC_RELAXED);
-	return nop_deadline_locked(conn);
+	return now + ka;    /* its reply, and the next NOP (above) */
 }
 
 /* The device's asynchronous events: a QP or CQ that the device put in
@@ -133,23 +139,24 @@ async_events(struct rb_conn *conn)
 	}
 }
 
-/* Reap the CQs if nobody leads: a NOP's reply, a late SEND completion.  A
- * leader reaps everything itself; racing one is harmless (it is woken
+/* Reap the CQs if nobody leads (a late SEND completion), and always while
+ * a keepalive NOP is out: its reply must be seen before the NOP is judged.
+ * A leader reaps everything itself; racing one is harmless (it is woken
  * through wake_fd if we complete its slot). */
 static void
 reap_if_idle(struct rb_conn *conn)
 {
-	int idle;
+	int reap;
 
 	pthread_mutex_lock(&conn->lock);
-	idle = conn->leader < 0;
+	reap = conn->leader < 0 || conn->nop_inflight;
 	pthread_mutex_unlock(&conn->lock);
-	if (idle)
+	if (reap)
 		rb_cq_poll_empty(conn, NULL, NULL);
 }
 
-/* One round: CM events, the CQs if nobody leads (first: a NOP's reply may
- * be there), keepalive, disconnecting a dead QP so its outstanding work
+/* One round: CM events, the CQs (first: a NOP's reply may be there),
+ * keepalive, disconnecting a dead QP so its outstanding work
  * requests flush.  Returns when the next round is due. */
 static uint64_t
 housekeeping(struct rb_conn *conn)
@@ -188,6 +195,8 @@ sleep_ms(uint64_t due)
 {
 	uint64_t now = rb_now_ns(), ms;
 
+	if (due == UINT64_MAX)
+		return HOUSEKEEPING_MAX_MS;
 	if (due <= now)
 		return 0;
 	ms = (due - now + 999999) / 1000000;
