@@ -111,10 +111,8 @@ handle_recv_locked(struct rb_conn *conn, uint32_t index, uint32_t len,
 	struct rb_rep_info rep;
 	const char *why = "";
 	struct rb_slot *s = NULL;
-	uint64_t index_mask = (UINT64_C(1) << RB_TAG_INDEX_BITS) - 1;
+	uint64_t index_mask = (UINT64_C(1) << RB_TAG_INDEX_BITS) - 1, now = rb_now_ns();
 	int r;
-
-	uint64_t now = rb_now_ns();
 
 	if (rb_reply_decode(rb_conn_recv_buf(conn, index), len, &rep, &why) < 0) {
 		rb_log(RB_LOG_ERROR, "%s:%u: bad reply: %s", conn->cfg.host,

@@ -144,7 +144,7 @@ async_events(struct rb_conn *conn)
  * A leader reaps everything itself; racing one is harmless (it is woken
  * through wake_fd if we complete its slot). */
 static void
-reap_if_idle(struct rb_conn *conn)
+reap_if_needed(struct rb_conn *conn)
 {
 	int reap;
 
@@ -166,7 +166,7 @@ housekeeping(struct rb_conn *conn)
 
 	rb_cm_poll_events(conn);
 	async_events(conn);
-	reap_if_idle(conn);
+	reap_if_needed(conn);
 	pthread_mutex_lock(&conn->lock);
 	due = keepalive_tick_locked(conn, rb_now_ns());
 	/* The device's other connections went to another target (group.c):
