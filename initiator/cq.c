@@ -1,7 +1,8 @@
 /* Reaping the two CQs.  There is no completion thread: whoever polls the
  * CQs empty (the waiting leader, a thread short of a slot, or the
- * housekeeping thread when nobody waits) hands every completion to the
- * slot state machine (slots.c) and wakes the owners after unlocking. */
+ * housekeeping thread when nobody leads or a NOP is out) hands every
+ * completion to the slot state machine (slots.c) and wakes the owners
+ * after unlocking. */
 #include <errno.h>
 #include <string.h>
 #include <unistd.h>

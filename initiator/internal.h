@@ -439,7 +439,8 @@ int  rb_conn_arm_cq(struct rb_conn *conn, struct ibv_cq *cq);
 void rb_conn_take_events(struct rb_conn *conn);
 
 /* timer.c: the housekeeping thread: keepalive NOPs, CM events, dead
- * detection, and reaping the CQs when no leader is waiting. */
+ * detection, and reaping the CQs when no leader is waiting or a NOP is
+ * out. */
 int  rb_timer_start(struct rb_conn *conn, char *errbuf);
 void rb_timer_stop(struct rb_conn *conn);
 /* Wake the housekeeping thread now (a connection marked dead). */

@@ -1,6 +1,7 @@
 /* The housekeeping thread, off the data path: keepalive NOPs, CM events
  * (DISCONNECTED, DEVICE_REMOVAL), disconnecting a dead QP, and reaping the
- * CQs when no request is waiting (a NOP's reply, a late SEND completion).
+ * CQs when nobody leads (a late SEND completion) or a NOP is out (its
+ * reply).
  * It never polls the completion channel, so the data path never wakes it.
  * Nor does a clock: it sleeps until the keepalive is next due, or until
  * an event comes (CM, the device's, or a kick on kick_fd: stop, a
