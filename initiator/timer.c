@@ -271,13 +271,9 @@ rb_timer_start(struct rb_conn *conn, char *errbuf)
 void
 rb_timer_stop(struct rb_conn *conn)
 {
-	uint64_t one = 1;
-
 	if (conn->timer_started) {
 		__atomic_store_n(&conn->stop, 1, __ATOMIC_RELEASE);
-		if (write(conn->kick_fd, &one, sizeof(one)) < 0)
-			rb_log(RB_LOG_DEBUG, "stop the housekeeping thread: %s",
-			       strerror(errno));
+		rb_timer_kick(conn);
 		pthread_join(conn->timer_thread, NULL);
 		rb_group_unwatch(conn->cfg.group, &conn->group_watch);
 		conn->timer_started = 0;
