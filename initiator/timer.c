@@ -1,11 +1,10 @@
 /* The housekeeping thread, off the data path: keepalive NOPs, CM events
  * (DISCONNECTED, DEVICE_REMOVAL), disconnecting a dead QP, and reaping the
  * CQs when nobody leads (a late SEND completion) or a NOP is out (its
- * reply).
- * It never polls the completion channel, so the data path never wakes it.
- * Nor does a clock: it sleeps until the keepalive is next due, or until
- * an event comes (CM, the device's, or a kick on kick_fd: stop, a
- * connection marked dead, the group's move).  A busy connection's thread
+ * reply).  It never polls the completion channel, so the data path never
+ * wakes it.  Nor does a clock: it sleeps until the keepalive is next due,
+ * or until an event comes (CM, the device's, or a kick on kick_fd: stop,
+ * a connection marked dead, the group's move).  A busy connection's thread
  * wakes about once per keepalive interval, and so does an idle one's,
  * which sends a NOP each time (docs/performance.md, "The housekeeping
  * threads sleep until something is due"). */
@@ -43,7 +42,7 @@ nop_deadline_locked(const struct rb_conn *conn)
 static uint64_t
 keepalive_tick_locked(struct rb_conn *conn, uint64_t now)
 {
-	uint64_t ka = conn->cfg.keepalive_ns;
+	uint64_t ka = conn->cfg.keepalive_ns, due;
 	struct rb_req_info ri;
 	struct rb_slot *s;
 	int r;
@@ -54,16 +53,17 @@ keepalive_tick_locked(struct rb_conn *conn, uint64_t now)
 		/* Look again one keepalive after the NOP: its reply reaped by
 		 * then (housekeeping() reaps first), the next NOP goes out, so
 		 * an idle connection sends one every keepalive. */
-		if (now < nop_deadline_locked(conn))
-			return now < conn->nop_sent_ns + ka ? conn->nop_sent_ns + ka :
-				nop_deadline_locked(conn);
+		due = nop_deadline_locked(conn);
+		if (now < due)
+			return now < conn->nop_sent_ns + ka ? conn->nop_sent_ns + ka : due;
 		rb_log(RB_LOG_ERROR, "%s:%u: no reply to keepalive within %llu ms",
 		       conn->cfg.host, conn->cfg.port, (unsigned long long)(2 * ka / 1000000));
 		rb_conn_mark_dead_locked(conn, "keepalive timeout");
 		return UINT64_MAX;
 	}
-	if (now < later(conn->last_rx_ns, conn->nop_sent_ns) + ka)
-		return later(conn->last_rx_ns, conn->nop_sent_ns) + ka;
+	due = later(conn->last_rx_ns, conn->nop_sent_ns) + ka;
+	if (now < due)
+		return due;
 	s = rb_slot_get_locked(conn, 1);
 	if (s == NULL)
 		return now + ka / 4;    /* every slot busy: look again soon */
