@@ -168,19 +168,36 @@ conn_poll_cq(struct conn *c, struct ibv_cq *cq)
 	return total;
 }
 
+/* The channel fired.  Only the polls happen now: the requests they start
+ * make this round's replies, which conn_send_arm posts at the round's end
+ * before it reads the event and re-arms (conn_cq_rearm).  So the two
+ * syscalls of the wake-up are off each request's path.  The channel fd
+ * stays readable until then, so no round sleeps with an event unread. */
 void
 conn_cq_event(struct ep_handler *eh, uint32_t events)
 {
 	struct conn *c = eh->obj;
+
+	(void)events;
+	c->cq_event = 1;
+	conn_poll_cq(c, c->recv_cq);
+	conn_poll_cq(c, c->send_cq);
+}
+
+unsigned
+conn_cq_rearm(struct conn *c)
+{
 	struct ibv_cq *cq;
 	void *ctx;
 	unsigned nsend = 0, nrecv = 0, most;
 
-	(void)events;
-	/* Each armed CQ raises at most one event: the receive CQ is always
-	 * armed here, the send CQ when send_armed says so.  Reading more
-	 * than that many would only find the channel empty (EAGAIN), one
-	 * syscall per wake-up. */
+	if (!c->cq_event)
+		return 0;
+	c->cq_event = 0;
+	/* Each armed CQ raises at most one event: the receive CQ is armed
+	 * but for this moment, the send CQ when send_armed says so.  Reading
+	 * more than that many would only find the channel empty (EAGAIN),
+	 * one syscall per wake-up. */
 	most = 1 + (c->send_armed ? 1u : 0u);
 	while (nsend + nrecv < most && ibv_get_cq_event(c->channel, &cq, &ctx) == 0) {
 		if (cq == c->send_cq)
@@ -190,19 +207,17 @@ conn_cq_event(struct ep_handler *eh, uint32_t events)
 	}
 	if (nsend) {
 		ibv_ack_cq_events(c->send_cq, nsend);
-		c->send_armed = 0;      /* conn_send_arm decides at the round's end */
+		c->send_armed = 0;      /* conn_send_arm decides next */
 	}
-	if (nrecv)
-		ibv_ack_cq_events(c->recv_cq, nrecv);
-	/* Poll until empty, re-arm, poll again: a completion that arrived
-	 * between the last poll and the re-arm is not lost.  A CQ stays
-	 * armed until its event fires: re-arm only the one that fired. */
-	conn_poll_cq(c, c->recv_cq);
-	conn_poll_cq(c, c->send_cq);
-	if (nrecv && ibv_req_notify_cq(c->recv_cq, 0) != 0) {
+	if (nrecv == 0)
+		return 0;
+	ibv_ack_cq_events(c->recv_cq, nrecv);
+	/* A CQ stays armed until its event fires: re-arm only the one that
+	 * fired, then poll it again, so that a completion that arrived
+	 * between the last poll and the arm is not lost. */
+	if (ibv_req_notify_cq(c->recv_cq, 0) != 0) {
 		conn_fail(c, "ibv_req_notify_cq failed");
-		return;
+		return 0;
 	}
-	if (nrecv)
-		conn_poll_cq(c, c->recv_cq);
+	return conn_poll_cq(c, c->recv_cq);
 }

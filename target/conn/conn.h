@@ -123,6 +123,8 @@ struct conn {
 	unsigned reads_pending;     /* RDMA READs queued and not completed: arm the
 	                             * send CQ (counted by conn_queue_send) */
 	int send_armed;             /* the send CQ will raise one event */
+	int cq_event;               /* the channel fired this round: its event is
+	                             * read at the round's end (conn_cq_rearm) */
 
 	/* The request layer's side: its slots, the export, the quotas
 	 * (req/queue.h).  Requests reach the connection only through
@@ -156,8 +158,12 @@ const char *conn_state_name(enum conn_state s);
 void conn_fail(struct conn *c, const char *why);
 /* Finish what was received, then disconnect (removed export, shutdown). */
 void conn_drain(struct conn *c);
-/* Its completion channel fired (the handler of c->eh, on c's loop). */
+/* Its completion channel fired (the handler of c->eh, on c's loop): poll. */
 void conn_cq_event(struct ep_handler *eh, uint32_t events);
+/* At the round's end, after its doorbell (conn_send_arm): read the event,
+ * re-arm the CQ that fired and poll it again.  Returns what that poll
+ * handled: work for another round. */
+unsigned conn_cq_rearm(struct conn *c);
 /* Free a connection that never went live (accept failed). */
 void conn_abort(struct conn *c);
 /* After each event-loop round: resume waiting requests, post the round's
@@ -165,10 +171,11 @@ void conn_abort(struct conn *c);
  * waits for one), free a finished connection.  Returns 1 when c was
  * destroyed. */
 int  conn_after_round(struct conn *c);
-/* After every connection's conn_after_round: post what is queued, reap send
- * completions, arm the send CQ if something waits for one.  Returns 1
- * when those completions freed room that a waiting request of c may use:
- * the loop must run another round without sleeping. */
+/* After every connection's conn_after_round: post what is queued, read the
+ * channel's event and re-arm, reap send completions, arm the send CQ if
+ * something waits for one.  Returns 1 when the poll after re-arming found
+ * requests, or those completions freed room that a waiting request of c
+ * may use: the loop must run another round without sleeping. */
 int  conn_send_arm(struct conn *c);
 
 /* liveness.c: about once a second (daemon.c), for a connection not in error:

@@ -121,9 +121,13 @@ conn_wants_send_events(const struct conn *c)
 int
 conn_send_arm(struct conn *c)
 {
-	unsigned reaped;
+	unsigned reaped, late;
 
 	conn_post_sends(c);
+	/* The round's replies are out: now read the channel's event and
+	 * re-arm.  What the poll after arming finds runs now, and its WRs go
+	 * out below or, with backing I/O, in the round this asks for. */
+	late = conn_cq_rearm(c);
 	reaped = conn_poll_cq(c, c->send_cq);
 	if (!c->send_armed && conn_wants_send_events(c)) {
 		if (ibv_req_notify_cq(c->send_cq, 0) != 0) {
@@ -136,9 +140,10 @@ conn_send_arm(struct conn *c)
 	conn_post_sends(c);
 	/* What was reaped here freed SQ slots, request slots or buffers after
 	 * this round's conn_resume and pool_service ran. */
-	return reaped > 0 && c->state != CONN_ERROR &&
-	       (!waitq_empty(&c->sq_wait) || !STAILQ_EMPTY(&c->backlog) ||
-		conn_quota_room(c));
+	return c->state != CONN_ERROR &&
+	       (late > 0 ||
+		(reaped > 0 && (!waitq_empty(&c->sq_wait) || !STAILQ_EMPTY(&c->backlog) ||
+				conn_quota_room(c))));
 }
 
 /* ---- send-queue accounting ---- */
