@@ -195,7 +195,8 @@ conn_cq_rearm(struct conn *c)
 		return 0;
 	c->cq_event = 0;
 	/* Each armed CQ raises at most one event: the receive CQ is armed
-	 * but for this moment, the send CQ when send_armed says so.  Reading
+	 * until its event fires (then re-armed below), the send CQ when
+	 * send_armed says so.  Reading
 	 * more than that many would only find the channel empty (EAGAIN),
 	 * one syscall per wake-up. */
 	most = 1 + (c->send_armed ? 1u : 0u);

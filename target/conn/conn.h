@@ -161,21 +161,22 @@ void conn_drain(struct conn *c);
 /* Its completion channel fired (the handler of c->eh, on c's loop): poll. */
 void conn_cq_event(struct ep_handler *eh, uint32_t events);
 /* At the round's end, after its doorbell (conn_send_arm): read the event,
- * re-arm the CQ that fired and poll it again.  Returns what that poll
- * handled: work for another round. */
+ * re-arm the receive CQ if it fired and poll it again.  Returns the
+ * completions that poll handled: work for another round. */
 unsigned conn_cq_rearm(struct conn *c);
 /* Free a connection that never went live (accept failed). */
 void conn_abort(struct conn *c);
-/* After each event-loop round: resume waiting requests, post the round's
- * WRs, reap send completions (the send CQ is armed only while something
- * waits for one), free a finished connection.  Returns 1 when c was
+/* After each event-loop round: reap send completions and resume waiting
+ * requests; for a connection in error, conn_send_arm, release what its
+ * requests hold and free it once finished.  Returns 1 when c was
  * destroyed. */
 int  conn_after_round(struct conn *c);
 /* After every connection's conn_after_round: post what is queued, read the
  * channel's event and re-arm, reap send completions, arm the send CQ if
  * something waits for one.  Returns 1 when the poll after re-arming found
- * requests, or those completions freed room that a waiting request of c
- * may use: the loop must run another round without sleeping. */
+ * completions, those reaped freed room that a waiting request of c may
+ * use, or c failed here: the loop must run another round without
+ * sleeping. */
 int  conn_send_arm(struct conn *c);
 
 /* liveness.c: about once a second (daemon.c), for a connection not in error:

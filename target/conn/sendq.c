@@ -115,12 +115,14 @@ conn_wants_send_events(const struct conn *c)
 	       (c->sq_used > 0 && pool_has_waiters(c->rq.pool));
 }
 
-/* Reap send completions; arm the send CQ when something waits for one,
- * then poll again (a completion between the poll and the arm is not
- * lost).  Posts what the completions queued. */
+/* Post the round's WRs; then read the channel's event and re-arm the
+ * receive CQ (conn_cq_rearm); reap send completions and arm the send CQ
+ * when something waits for one, then poll again (a completion between
+ * the poll and the arm is not lost).  Posts what the completions queued. */
 int
 conn_send_arm(struct conn *c)
 {
+	int was_error = c->state == CONN_ERROR;
 	unsigned reaped, late;
 
 	conn_post_sends(c);
@@ -138,12 +140,17 @@ conn_send_arm(struct conn *c)
 		}
 	}
 	conn_post_sends(c);
-	/* What was reaped here freed SQ slots, request slots or buffers after
-	 * this round's conn_resume and pool_service ran. */
-	return c->state != CONN_ERROR &&
-	       (late > 0 ||
-		(reaped > 0 && (!waitq_empty(&c->sq_wait) || !STAILQ_EMPTY(&c->backlog) ||
-				conn_quota_room(c))));
+	/* Failed here (a post, an arm, or what the late poll found): its
+	 * teardown runs next round, not after the next event or tick. */
+	if (c->state == CONN_ERROR)
+		return !was_error;
+	/* What the poll after re-arming handled, or what was reaped here,
+	 * may need the round's work again: completions reaped here freed SQ
+	 * slots, request slots or buffers after this round's conn_resume and
+	 * pool_service ran. */
+	return late > 0 ||
+	       (reaped > 0 && (!waitq_empty(&c->sq_wait) || !STAILQ_EMPTY(&c->backlog) ||
+			       conn_quota_room(c)));
 }
 
 /* ---- send-queue accounting ---- */
