@@ -2,19 +2,20 @@
 # test-shares: none
 # The target posts a round's replies before it reads its completion channel's event and
 # re-arms the receive CQ (target/conn/completion.c, conn_cq_rearm): those two syscalls are off
-# each request's path. Checked under strace with 64 inline 4 KiB writes at queue depth 1 (each
-# written with one pwrite on the loop): in the rounds that both post a doorbell (write on the
-# verbs fd) and read the channel (at least 16: under strace the poll after re-arming often finds
-# the next request, served in the same round), the doorbell comes first in at least 90 %, and
-# the loop asks for a round without sleeping no more often than once per request (no spin). The build before the change read the channel first in every round (the
-# negative control, run by hand: BUILD=<that build> tests/run-integration thisfile). Every byte
-# reads back, and the target stops cleanly.
+# each request's path. Checked under strace with 24 inline 4 KiB writes, one at a time through
+# one rdmablk-session (each reaches an idle target, so that each round serves one request, and
+# writes it with one pwrite on the loop): in every round that both rings a doorbell (a
+# POST_SEND write on the verbs fd) and reads the channel, the doorbell comes first, and the
+# loop asks for rounds without sleeping no more often than once per request (no spin). The
+# build before the change read the channel first in every round (the negative control, run by
+# hand: BUILD=<that build> tests/run-integration thisfile). Every write reads back, and the
+# target stops cleanly.
 # shellcheck source=tests/lib.sh
 . "$(dirname "$0")/lib.sh"
 
 require_rdma
 requires strace python3
-requires_file "$BUILD/rdmablk-target" "$BUILD/tests/rdmablk-io"
+requires_file "$BUILD/rdmablk-target" "$BUILD/tests/rdmablk-session"
 
 target_conf "$T/target.conf" max-io=4K <<EOF
 [export disk]
@@ -23,47 +24,54 @@ size = 4M
 durability = fua
 EOF
 start_target "$T/target.conf"
-IO_OPTS="-t 60 -e disk -q 1"
-step warm rdmablk_io write 0 4096 1 || fail "the first write failed"
+hold_session disk s
+session_do s write 0 4096 1 || fail "the first write failed"
 
 strace -f -y -qq -e trace=read,write,epoll_wait,epoll_pwait -o "$T/strace.out" -p "$TARGET_PID" \
     2>"$LOGS/strace.err" &
 spid=$!
 # strace says nothing when attached: wait for the target's once-a-second epoll_wait to show.
 wait_for 20 grep -q epoll "$T/strace.out" || fail "strace did not attach: $(cat "$LOGS/strace.err")"
-step writes rdmablk_io write 0 256K 7 || fail "64 writes of 4 KiB at queue depth 1 failed"
+for i in $(seq 0 23); do
+    session_do s write $((i * 4096)) 4096 $((i + 7)) || fail "4 KiB write $i failed"
+done
 kill -INT "$spid"
 wait "$spid" || true
 
 python3 - "$T/strace.out" >"$LOGS/order.txt" <<'PY' || fail "the replies did not go out before the re-arm: $(cat "$LOGS/order.txt")"
 import re, sys
 from collections import defaultdict
-rounds = defaultdict(list)   # pid -> syscalls since its last epoll_wait
+rounds = defaultdict(list)   # pid -> what it did since its last epoll_wait
 first = both = polls = 0
 for line in open(sys.argv[1]):
-    m = re.match(r'(\d+)\s+(\w+)\((\d+)<([^>]*)>', line)
+    m = re.match(r'(\d+)\s+(\w+)\((\d+)<([^>]*)>, (\S*)', line)
     if not m:
         continue
-    pid, call, fd, path = m.groups()
+    pid, call, fd, path, arg = m.groups()
     if call.startswith('epoll'):
-        # A round that asks for another at once waits 0 ms: what the poll after
-        # re-arming found.  Many more of those than requests would be a spin.
-        polls += re.search(r', 0\) = ', line) is not None
+        # A round that asks for another at once waits 0 ms (epoll_wait's
+        # last argument; epoll_pwait's is followed by the mask and its size).
+        polls += re.search(r', 0(, NULL, \d+)?\) = ', line) is not None
         r = rounds.pop(pid, [])
         if 'doorbell' in r and 'event' in r:
             both += 1
             first += r.index('doorbell') < r.index('event')
         continue
-    if call == 'write' and 'uverbs' in path:
+    # uverbs' write commands: POST_SEND is 28 (strace: "\34\0\0\0...")
+    if call == 'write' and 'uverbs' in path and arg.startswith('"\\34\\0\\0\\0'):
         rounds[pid].append('doorbell')
     elif call == 'read' and 'infinibandevent' in path:
         rounds[pid].append('event')
 print('rounds with a doorbell and a channel read: %d, the doorbell first in %d; '
       '%d rounds without a sleep' % (both, first, polls))
-sys.exit(0 if both >= 16 and first * 10 >= both * 9 and polls <= 70 else 1)
+sys.exit(0 if both >= 20 and first == both and polls <= 24 else 1)
 PY
 cat "$LOGS/order.txt"
-step verify rdmablk_io read 0 256K 7 || fail "the 64 writes do not read back"
-ok "$(cat "$LOGS/order.txt"); every byte reads back"
+for i in $(seq 0 23); do
+    session_do s read $((i * 4096)) 4096 $((i + 7)) || fail "4 KiB write $i does not read back"
+done
+exec 7>&-
+wait "$SESSION_PID" || fail "the session did not end cleanly"
+ok "$(cat "$LOGS/order.txt"); every write reads back"
 stop_target
 ok "target exits cleanly"
