@@ -12,35 +12,14 @@
 # DIR/cg-target.PID.N; DIR/cg-ios.txt holds each row's IOs. Then:
 #   scripts/callgrind-report IOS DIR/cg-target.PID.N
 # (rdmablk-ublk itself does not run under valgrind: its io_uring commands stall there.)
-# shellcheck source=tests/ublk-lib.sh
-. "$(dirname "$0")/../tests/ublk-lib.sh"
+# shellcheck source=scripts/probe-lib.sh
+. "$(dirname "$0")/probe-lib.sh"
 requires fio valgrind callgrind_control
 require_rdma
 require_ublk
 out=${RDMABLK_TEST_TRACE_OUT:?set RDMABLK_TEST_TRACE_OUT to a directory the guest shares}
 qd=${RDMABLK_TEST_CG_QD:-32}
-modprobe loop 2>/dev/null || true
-truncate -s 300M "$T/fs.raw"
-L=$(losetup -f --show "$T/fs.raw") || fail "losetup failed"
-undo() {
-    [ -n "${TARGET_PID:-}" ] && _kill_wait "$TARGET_PID"
-    mountpoint -q "$T/mnt" && umount "$T/mnt"
-    losetup -d "$L"
-    return 0
-}
-on_exit undo
-mkfs.ext4 -q "$L" || fail "mkfs.ext4 failed"
-mkdir -p "$T/mnt"
-mount "$L" "$T/mnt" || fail "mount failed"
-dd if=/dev/urandom of="$T/mnt/disk.img" bs=1M count=256 conv=fsync status=none
-cat "$T/mnt/disk.img" >/dev/null
-target_conf "$T/target.conf" queue-depth=64 max-io=1M io-threads=2 log-level=warn <<EOF
-[export bench]
-path = $T/mnt/disk.img
-durability = fua
-EOF
-TARGET_WRAP="valgrind --tool=callgrind --callgrind-out-file=$out/cg-target.%p" \
-    start_target "$T/target.conf"
+TARGET_WRAP="valgrind --tool=callgrind --callgrind-out-file=$out/cg-target.%p" probe_target 256
 ublk_add dev hostname="$RDMABLK_ADDR" export=bench queue-depth=32
 sleep 2
 for rw in randread randwrite; do

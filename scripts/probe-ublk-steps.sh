@@ -11,8 +11,8 @@
 # target's stage means (its metrics) and the server's step-times and spin lines at del.
 # The builds: this tree's, and a second one if ../wt-base/build holds one (e.g. `git worktree
 # add ../wt-base REV && make -C ../wt-base`), alternating, this tree's first.
-# shellcheck source=tests/ublk-lib.sh
-. "$(dirname "$0")/../tests/ublk-lib.sh"
+# shellcheck source=scripts/probe-lib.sh
+. "$(dirname "$0")/probe-lib.sh"
 # shellcheck source=tests/metrics-lib.sh
 . "$(dirname "$0")/../tests/metrics-lib.sh"
 requires fio curl
@@ -22,28 +22,7 @@ ROUNDS=3 RT=10
 top=$(cd "$(dirname "$0")/.." && pwd)
 builds=new
 [ -x "$top/../wt-base/build/rdmablk-ublk" ] && builds="new base"
-modprobe loop 2>/dev/null || true
-truncate -s 700M "$T/fs.raw"
-L=$(losetup -f --show "$T/fs.raw") || fail "losetup failed"
-undo() {
-    [ -n "${TARGET_PID:-}" ] && _kill_wait "$TARGET_PID"
-    mountpoint -q "$T/mnt" && umount "$T/mnt"
-    losetup -d "$L"
-    return 0
-}
-on_exit undo
-mkfs.ext4 -q "$L" || fail "mkfs.ext4 failed"
-mkdir -p "$T/mnt"
-mount "$L" "$T/mnt" || fail "mount failed"
-dd if=/dev/urandom of="$T/mnt/disk.img" bs=1M count=512 conv=fsync status=none
-cat "$T/mnt/disk.img" >/dev/null
-target_conf "$T/target.conf" port=10810 queue-depth=64 max-io=1M io-threads=2 log-level=warn \
-    metrics-listen="$METRICS_ADDR" <<EOF
-[export bench]
-path = $T/mnt/disk.img
-durability = fua
-EOF
-start_target "$T/target.conf"
+probe_target 512 metrics-listen="$METRICS_ADDR"
 busy() { awk '/^cpu /{print $2+$3+$4+$7+$8, $5+$6}' /proc/stat; }
 vcs() { grep -h '^voluntary_ctxt_switches' /proc/"$1"/task/*/status | awk '{s+=$2} END {print s}'; }
 nvcs() { grep -h '^nonvoluntary_ctxt_switches' /proc/"$1"/task/*/status | awk '{s+=$2} END {print s}'; }

@@ -11,36 +11,17 @@
 # sched_switch, sched_wakeup, every syscall's entry and exit and the entries of rxe's task
 # functions. The raw recordings land in DIR as timeline-RW.txt with the threads' ids
 # (timeline-RW.tids); scripts/timeline-report (host side) cuts them into per-IO steps.
-# shellcheck source=tests/ublk-lib.sh
-. "$(dirname "$0")/../tests/ublk-lib.sh"
+# shellcheck source=scripts/probe-lib.sh
+. "$(dirname "$0")/probe-lib.sh"
 requires fio
 require_rdma
 require_ublk
 out=${RDMABLK_TEST_TRACE_OUT:?set RDMABLK_TEST_TRACE_OUT to a directory the guest shares}
 qd=${RDMABLK_TEST_TIMELINE_QD:-1}
-modprobe loop 2>/dev/null || true
-truncate -s 700M "$T/fs.raw"
-L=$(losetup -f --show "$T/fs.raw") || fail "losetup failed"
 tr=/sys/kernel/tracing
-undo() {
-    echo 0 >"$tr/tracing_on" 2>/dev/null
-    [ -n "${TARGET_PID:-}" ] && _kill_wait "$TARGET_PID"
-    mountpoint -q "$T/mnt" && umount "$T/mnt"
-    losetup -d "$L"
-    return 0
-}
-on_exit undo
-mkfs.ext4 -q "$L" || fail "mkfs.ext4 failed"
-mkdir -p "$T/mnt"
-mount "$L" "$T/mnt" || fail "mount failed"
-dd if=/dev/urandom of="$T/mnt/disk.img" bs=1M count=512 conv=fsync status=none
-cat "$T/mnt/disk.img" >/dev/null
-target_conf "$T/target.conf" queue-depth=64 max-io=1M io-threads=2 log-level=warn <<EOF
-[export bench]
-path = $T/mnt/disk.img
-durability = fua
-EOF
-start_target "$T/target.conf"
+tracer_off() { echo 0 >"$tr/tracing_on" 2>/dev/null; return 0; }
+probe_target 512
+on_exit tracer_off
 
 # The tracepoints go on once, before any row: switching the syscall tracepoints on and off
 # while threads run patched live text often enough to oops a TCG guest (scripts/bench-run).
