@@ -196,9 +196,8 @@ conn_cq_rearm(struct conn *c)
 	c->cq_event = 0;
 	/* Each armed CQ raises at most one event: the receive CQ is armed
 	 * until its event fires (then re-armed below), the send CQ when
-	 * send_armed says so.  Reading
-	 * more than that many would only find the channel empty (EAGAIN),
-	 * one syscall per wake-up. */
+	 * send_armed says so.  Reading more than that many would only find
+	 * the channel empty (EAGAIN), one syscall per wake-up. */
 	most = 1 + (c->send_armed ? 1u : 0u);
 	while (nsend + nrecv < most && ibv_get_cq_event(c->channel, &cq, &ctx) == 0) {
 		if (cq == c->send_cq)
