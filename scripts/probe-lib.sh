@@ -30,7 +30,7 @@ EOF
 
 _probe_undo() {
     [ -n "${TARGET_PID:-}" ] && _kill_wait "$TARGET_PID"
-    mountpoint -q "$T/mnt" && umount "$T/mnt"
+    mountpoint -q "$T/mnt" && { umount "$T/mnt" || umount -l "$T/mnt"; }
     losetup -d "$PROBE_LOOP"
     return 0
 }

@@ -34,4 +34,5 @@ for rw in randread randwrite; do
     echo "$rw qd $qd ios $((d2[0] - d1[0] + d2[4] - d1[4]))" | tee -a "$out/cg-ios.txt"
 done
 ublk_del_wait dev
+stop_target 300     # callgrind writes its final dump (cg-target.PID, no suffix) at exit
 ok "probe done"

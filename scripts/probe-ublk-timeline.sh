@@ -19,7 +19,18 @@ require_ublk
 out=${RDMABLK_TEST_TRACE_OUT:?set RDMABLK_TEST_TRACE_OUT to a directory the guest shares}
 qd=${RDMABLK_TEST_TIMELINE_QD:-1}
 tr=/sys/kernel/tracing
-tracer_off() { echo 0 >"$tr/tracing_on" 2>/dev/null; return 0; }
+events="sched/sched_switch sched/sched_wakeup raw_syscalls/sys_enter raw_syscalls/sys_exit"
+# At exit (after the device is gone, so nothing runs under it): everything off, as a later
+# probe in the same boot expects to find it.
+tracer_off() {
+    local e
+    echo 0 >"$tr/tracing_on"
+    echo nop >"$tr/current_tracer"
+    for e in $events; do echo 0 >"$tr/events/$e/enable"; done
+    : >"$tr/set_ftrace_filter"
+    echo 1408 >"$tr/buffer_size_kb"
+    return 0
+} 2>/dev/null
 probe_target 512
 on_exit tracer_off
 
@@ -35,7 +46,7 @@ for f in rxe_requester rxe_responder rxe_completer rxe_rcv rxe_sched_task rxe_ru
     echo "$f" >>"$tr/set_ftrace_filter" 2>/dev/null || echo "no ftrace function $f"
 done
 echo function >"$tr/current_tracer"
-for e in sched/sched_switch sched/sched_wakeup raw_syscalls/sys_enter raw_syscalls/sys_exit; do
+for e in $events; do
     echo 1 >"$tr/events/$e/enable"
 done
 
@@ -64,5 +75,4 @@ for rw in randread randwrite; do
         "$T/$rw.json" "${rw#rand}" | tee -a "$out/timeline-$rw.tids"
     ublk_del_wait "$rw"
 done
-echo nop >"$tr/current_tracer"
 ok "probe done"
