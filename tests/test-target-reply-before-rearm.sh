@@ -27,27 +27,30 @@ start_target "$T/target.conf"
 hold_session disk s
 session_do s write 0 4096 1 || fail "the first write failed"
 
-strace -f -y -qq -e trace=read,write,epoll_wait,epoll_pwait -o "$T/strace.out" -p "$TARGET_PID" \
+# One file per thread (-ff): no call is split into "unfinished" and "resumed" lines.
+strace -ff -y -qq -e trace=read,write,epoll_wait,epoll_pwait -o "$T/strace" -p "$TARGET_PID" \
     2>"$LOGS/strace.err" &
 spid=$!
-# strace says nothing when attached: wait for the target's once-a-second epoll_wait to show.
-wait_for 20 grep -q epoll "$T/strace.out" || fail "strace did not attach: $(cat "$LOGS/strace.err")"
+# strace says nothing when attached: wait for the target's once-a-second epoll_wait to show
+# (in a file that appears only then: the glob is expanded on each try).
+_traced() { grep -qs epoll "$T"/strace.*; }
+wait_for 20 _traced || fail "strace did not attach: $(cat "$LOGS/strace.err")"
 for i in $(seq 0 23); do
     session_do s write $((i * 4096)) 4096 $((i + 7)) || fail "4 KiB write $i failed"
 done
-kill -INT "$spid"
+kill -INT "$spid" 2>/dev/null || true
 wait "$spid" || true
 
-python3 - "$T/strace.out" >"$LOGS/order.txt" <<'PY' || fail "the replies did not go out before the re-arm: $(cat "$LOGS/order.txt")"
+python3 - "$T"/strace.* >"$LOGS/order.txt" <<'PY' || fail "the replies did not go out before the re-arm: $(cat "$LOGS/order.txt")"
 import re, sys
 from collections import defaultdict
-rounds = defaultdict(list)   # pid -> what it did since its last epoll_wait
+rounds = defaultdict(list)   # thread (its file) -> what it did since its last epoll_wait
 first = both = polls = 0
-for line in open(sys.argv[1]):
-    m = re.match(r'(\d+)\s+(\w+)\((\d+)<([^>]*)>, (\S*)', line)
+for pid, line in ((f, l) for f in sys.argv[1:] for l in open(f)):
+    m = re.match(r'(\w+)\((\d+)<([^>]*)>, (\S*)', line)
     if not m:
         continue
-    pid, call, fd, path, arg = m.groups()
+    call, fd, path, arg = m.groups()
     if call.startswith('epoll'):
         # A round that asks for another at once waits 0 ms (epoll_wait's
         # last argument; epoll_pwait's is followed by the mask and its size).
@@ -71,7 +74,7 @@ for i in $(seq 0 23); do
     session_do s read $((i * 4096)) 4096 $((i + 7)) || fail "4 KiB write $i does not read back"
 done
 exec 7>&-
-wait "$SESSION_PID" || fail "the session did not end cleanly"
+wait_exit 60 "$SESSION_PID" || fail "the session did not end cleanly within 60 s"
 ok "$(cat "$LOGS/order.txt"); every write reads back"
 stop_target
 ok "target exits cleanly"
