@@ -289,6 +289,8 @@ conn_after_round(struct conn *c)
 {
 	unsigned i;
 
+	if (conn_quiet(c))
+		return 0;
 	if (c->state != CONN_ERROR) {
 		/* Send completions first: they free slots and buffers. */
 		conn_poll_cq(c, c->send_cq);

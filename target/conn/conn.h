@@ -171,6 +171,10 @@ void conn_abort(struct conn *c);
  * requests hold and free it once finished.  Returns 1 when c was
  * destroyed. */
 int  conn_after_round(struct conn *c);
+/* 1 when the round's end has nothing to do on c (conn_after_round and
+ * conn_send_arm return at once): ready, no event, no send WR queued or
+ * outstanding, nobody waiting. */
+int  conn_quiet(const struct conn *c);
 /* After every connection's conn_after_round: post what is queued, read the
  * channel's event and re-arm, reap send completions, arm the send CQ if
  * something waits for one.  Returns 1 when the poll after re-arming found

@@ -115,6 +115,22 @@ conn_wants_send_events(const struct conn *c)
 	       (c->sq_used > 0 && pool_has_waiters(c->rq.pool));
 }
 
+/* Nothing for the round's end to do on c: it is ready, its channel did
+ * not fire, no send WR is queued or outstanding (sq_used counts both, so
+ * no send completion can come and none needs arming for), and no request
+ * waits for room, a quota or a control or probe SEND.  Every round ends
+ * by visiting each connection of its loop; a quiet one costs this test
+ * instead of three CQ polls, two re-arm checks and the waiters' scans.
+ * Whatever makes it busy (a receive, backing I/O done, a reply or probe
+ * queued, a drain) changes one of these before the round's end. */
+int
+conn_quiet(const struct conn *c)
+{
+	return c->state == CONN_READY && !c->cq_event && c->sq_used == 0 &&
+	       !c->ctrl_busy && !c->probe_busy && waitq_empty(&c->sq_wait) &&
+	       STAILQ_EMPTY(&c->backlog) && c->rq.cap_waiters == 0 && c->rq.slot_waiters == 0;
+}
+
 /* Post the round's WRs; then read the channel's event and re-arm the
  * receive CQ (conn_cq_rearm); reap send completions and arm the send CQ
  * when something waits for one, then poll again (a completion between
@@ -125,6 +141,8 @@ conn_send_arm(struct conn *c)
 	int was_error = c->state == CONN_ERROR;
 	unsigned reaped, late;
 
+	if (conn_quiet(c))
+		return 0;
 	conn_post_sends(c);
 	/* The round's replies are out: now read the channel's event and
 	 * re-arm.  What the poll after arming finds runs now, and its WRs go
