@@ -148,19 +148,27 @@ conn_handle_wc(struct conn *c, const struct ibv_wc *wc)
 	}
 }
 
-/* Returns the number of completions handled. */
+#define POLL_BATCH 16
+
+/* Returns the number of completions handled.  A poll that returns fewer
+ * than it asked for found the CQ empty: the next poll would find only
+ * what arrived since, and costs a lock and an unlock on rxe.  Whatever
+ * arrives later is reaped by the round's next poll, or raises the event
+ * of a CQ armed before its last poll. */
 unsigned
 conn_poll_cq(struct conn *c, struct ibv_cq *cq)
 {
-	struct ibv_wc wc[16];
+	struct ibv_wc wc[POLL_BATCH];
 	unsigned total = 0;
 	int n, i;
 
-	while ((n = ibv_poll_cq(cq, 16, wc)) > 0) {
+	do {
+		n = ibv_poll_cq(cq, POLL_BATCH, wc);
 		for (i = 0; i < n; i++)
 			conn_handle_wc(c, &wc[i]);
-		total += (unsigned)n;
-	}
+		if (n > 0)
+			total += (unsigned)n;
+	} while (n == POLL_BATCH);
 	if (n < 0) {
 		log_warnx("%s: ibv_poll_cq failed (%d)", c->peer, n);
 		conn_fail(c, "cannot poll the completion queue");
