@@ -176,11 +176,14 @@ conn_poll_cq(struct conn *c, struct ibv_cq *cq)
 	return total;
 }
 
-/* The channel fired.  Only the polls happen now: the requests they start
- * make this round's replies, which conn_send_arm posts at the round's end
- * before it reads the event and re-arms (conn_cq_rearm).  So the two
- * syscalls of the wake-up are off each request's path.  The channel fd
- * stays readable until then, so no round sleeps with an event unread. */
+/* The channel fired.  Only the receive poll happens now: the requests it
+ * starts make this round's replies, which conn_send_arm posts at the
+ * round's end before it reads the event and re-arms (conn_cq_rearm).  So
+ * the two syscalls of the wake-up are off each request's path.  The
+ * channel fd stays readable until then, so no round sleeps with an event
+ * unread.  The send CQ (whether its event or the receive CQ's fired) is
+ * polled by conn_after_round, which cq_event makes run this round, before
+ * it resumes the requests waiting for what those completions free. */
 void
 conn_cq_event(struct ep_handler *eh, uint32_t events)
 {
@@ -189,7 +192,6 @@ conn_cq_event(struct ep_handler *eh, uint32_t events)
 	(void)events;
 	c->cq_event = 1;
 	conn_poll_cq(c, c->recv_cq);
-	conn_poll_cq(c, c->send_cq);
 }
 
 unsigned
