@@ -67,6 +67,17 @@ conn_watch(struct conn *c, uint64_t now)
 	default:
 		return;
 	}
+	/* About to judge the peer by its send completions: reap those that
+	 * came since the round's last poll of the send CQ first (the
+	 * channel's handler polls only the receive CQ; conn_after_round
+	 * polls the send CQ after this), or a probe or stall that ended just
+	 * now would count against a live peer. */
+	if ((c->probe_busy && now >= c->probe_deadline_ns) ||
+	    (c->sq_stall_ns != 0 && now - c->sq_stall_ns >= CONN_SEND_STALL_S * NS_PER_S)) {
+		conn_poll_cq(c, c->send_cq);
+		if (c->state == CONN_ERROR)
+			return;
+	}
 	if (c->sq_used > 0 && c->send_done == c->send_done_seen) {
 		if (c->sq_stall_ns == 0) {
 			c->sq_stall_ns = now;
