@@ -104,12 +104,17 @@ concat(struct aio_list *q, struct aio_list *r)
 	r->head = r->tail = NULL;
 }
 
+/* How late a request that passed its deadline (the timeout, seconds) may
+ * be noticed on a live connection. */
+#define DEADLINE_SCAN_NS (100 * 1000 * 1000ull)
+
 struct rb_aio_ctx {
 	int             epfd;
 	struct rb_conn *watched;    /* referenced; every posted request is on it */
 	struct aio_list pending;    /* not posted yet (credit, connection) */
 	struct aio_list done;       /* finished, not yet handed to the caller */
 	unsigned        outstanding;
+	uint64_t        deadline_scan_ns;  /* reclaim_locked: the next scan of the deadlines */
 	char           *region;     /* rb_aio_set_region: direct requests */
 	size_t          region_len;
 	int             static_said;  /* logged that mr=static copies */
@@ -401,7 +406,9 @@ consume_events(struct rb_conn *conn)
 
 /* Under conn->lock: the requests of a dead connection's ORPHANED slots go
  * back to the queue (the slots are never reused, conn.c), and a request
- * past its deadline kills a live one first. */
+ * past its deadline kills a live one first.  The deadlines are looked at
+ * every DEADLINE_SCAN_NS at most: a scan reads every slot, and a reap
+ * comes with every completion (a spin's with every pass). */
 static void
 reclaim_locked(struct rb_conn *conn, struct rb_aio_ctx *x, struct rb_client *c)
 {
@@ -409,6 +416,10 @@ reclaim_locked(struct rb_conn *conn, struct rb_aio_ctx *x, struct rb_client *c)
 	struct rb_io io;
 	unsigned i;
 
+	if (now >= x->deadline_scan_ns)
+		x->deadline_scan_ns = now + DEADLINE_SCAN_NS;
+	else if (!conn->dead)
+		return;
 	for (i = 0; i < conn->nslots && !conn->dead; i++) {
 		struct rb_slot *s = &conn->slots[i];
 
