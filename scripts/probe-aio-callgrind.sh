@@ -10,7 +10,8 @@
 # tests/tools/rdmablk-aio-loop drives the same calls from one thread, without ublk, against the
 # bench's target setup (probe_target; the target runs natively). 4 KiB random reads, then
 # writes, at QD RDMABLK_TEST_CG_QD (default 32) for 6 s each after 1 s of warm-up, sleeping on
-# the readiness fd between reaps (busy-poll=no: a spin's empty polls are time, not work).
+# the readiness fd between reaps (busy-poll=no: a spin's empty polls are time, not work), or
+# with RDMABLK_TEST_CG_BUSY=1 polling without a pause (-b: what one pass of a spin costs).
 # Each run dumps DIR/cg-aio.PID.1 (the measured part) and its IOs into DIR/cg-aio-ios.txt. Then:
 #   scripts/callgrind-report IOS DIR/cg-aio.PID.1
 # shellcheck source=scripts/probe-lib.sh
@@ -19,10 +20,12 @@ requires valgrind
 require_rdma
 out=${RDMABLK_TEST_TRACE_OUT:?set RDMABLK_TEST_TRACE_OUT to a directory the guest shares}
 qd=${RDMABLK_TEST_CG_QD:-32}
+busy=()
+[ "${RDMABLK_TEST_CG_BUSY:-0}" = 1 ] && busy=(-b)
 probe_target 256
 for rw in read write; do
     valgrind --tool=callgrind --callgrind-out-file="$out/cg-aio.%p" \
-        "$BUILD/tests/rdmablk-aio-loop" -H "$RDMABLK_ADDR" -e bench -q 32 \
+        "$BUILD/tests/rdmablk-aio-loop" -H "$RDMABLK_ADDR" -e bench -q 32 "${busy[@]}" \
         "$rw" "$qd" 6 1 >"$T/aio-$rw.out" 2>"$T/aio-$rw.err" ||
         { cat "$T/aio-$rw.err" >&2; fail "rdmablk-aio-loop $rw under callgrind failed"; }
     ios=$(awk '$1 == "ios" { print $2 }' "$T/aio-$rw.out")
