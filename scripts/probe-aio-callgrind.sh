@@ -31,6 +31,8 @@ for rw in read write; do
     ios=$(awk '$1 == "ios" { print $2 }' "$T/aio-$rw.out")
     [ -n "$ios" ] && [ "$ios" -gt 0 ] || fail "rdmablk-aio-loop $rw: no IO counted"
     pid=$(grep -o '^==[0-9]*==' "$T/aio-$rw.err" | head -n 1 | tr -d =)
+    # No dump without callgrind's client requests (a build without valgrind/callgrind.h).
+    [ -s "$out/cg-aio.$pid.1" ] || fail "no dump cg-aio.$pid.1 of the measured part"
     echo "$rw qd $qd ios $ios dump cg-aio.$pid.1" | tee -a "$out/cg-aio-ios.txt"
 done
 stop_target 120
