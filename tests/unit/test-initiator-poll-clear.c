@@ -26,6 +26,20 @@ all_zero(const struct ibv_wc *wc, int n)
 	return 1;
 }
 
+/* FAIL_AFTER_4: the poll fails after writing four entries, as a provider
+ * might that meets a bad CQE midway. */
+#define FAIL_AFTER_4 (-4)
+
+static void
+fill(struct ibv_wc *wc)
+{
+	memset(wc, 0xa5, sizeof(*wc));
+	wc->wr_id = (uintptr_t)&ctrl;
+	wc->status = IBV_WC_SUCCESS;
+	wc->opcode = IBV_WC_SEND;
+	wc->invalidated_rkey = 0x1234ab;
+}
+
 /* The next count of the script; each entry filled with fields set. */
 static int
 fake_poll(struct ibv_cq *cq, int num, struct ibv_wc *wc)
@@ -37,15 +51,15 @@ fake_poll(struct ibv_cq *cq, int num, struct ibv_wc *wc)
 	step++;
 	if (!all_zero(wc, num))
 		dirty_seen++;
+	if (n == FAIL_AFTER_4) {
+		for (i = 0; i < 4 && i < num; i++)
+			fill(&wc[i]);
+		return -1;
+	}
 	if (n > num)
 		n = num;
-	for (i = 0; i < n; i++) {
-		memset(&wc[i], 0xa5, sizeof(wc[i]));
-		wc[i].wr_id = (uintptr_t)&ctrl;
-		wc[i].status = IBV_WC_SUCCESS;
-		wc[i].opcode = IBV_WC_SEND;
-		wc[i].invalidated_rkey = 0x1234ab;
-	}
+	for (i = 0; i < n; i++)
+		fill(&wc[i]);
 	return n;
 }
 
@@ -64,6 +78,10 @@ main(void)
 	rcq.context = scq.context = &ctx;
 	memset(&conn, 0, sizeof(conn));
 	pthread_mutex_init(&conn.lock, NULL);
+	snprintf(conn.cfg.host, sizeof(conn.cfg.host), "fake");
+	conn.leader = -1;
+	conn.wake_fd = -1;
+	conn.kick_fd = -1;
 	conn.recv_cq = &rcq;
 	conn.send_cq = &scq;
 
@@ -91,11 +109,22 @@ main(void)
 	r = rb_cq_poll_empty(&conn, NULL, NULL);
 	CHECK(r == 1);
 	CHECK(polls == 10);
+	CHECK(!conn.dead);
+	/* A failed poll (the send CQ's, after the receive CQ gave 2) kills the
+	 * connection, and what it wrote must not reach the next poll either. */
+	script[nscript++] = 2;
+	script[nscript++] = FAIL_AFTER_4;
+	rb_cq_poll_empty(&conn, NULL, NULL);
+	CHECK(conn.dead);
+	script[nscript++] = 1;
+	script[nscript++] = 0;
+	r = rb_cq_poll_empty(&conn, NULL, NULL);
+	CHECK(r == 1);
+	CHECK(polls == 14);
 	if (dirty_seen)
 		fprintf(stderr, "FAIL: %d of %d polls were handed entries an earlier poll had "
 			"filled\n", dirty_seen, polls);
 	CHECK(dirty_seen == 0);
-	CHECK(!conn.dead);
 	printf("test-initiator-poll-clear: %d checks, %d failed\n", checks, failures);
 	return failures ? 1 : 0;
 }
