@@ -665,10 +665,27 @@ thread) san_preload="LD_PRELOAD=$(gcc -print-file-name=libtsan.so)" ;;
 esac
 if [ -n "$san_preload" ]; then
     mkdir -p "$T/sanbin"
+    # A --run command (qemu-io, nbdcopy...) must not inherit the runtime: with ASan preloaded,
+    # qemu-io's exit can deadlock in glibc as nbdkit's does (see test-plugin-params), after
+    # all its I/O was done. The shim prefixes the command with an unset.
     cat >"$T/sanbin/nbdkit" <<SHIM
 #!/bin/sh
 PATH=\$(echo "\$PATH" | sed 's|^$T/sanbin:||')
 export PATH
+n=\$#
+run=0
+for a in "\$@"; do
+    if [ "\$run" = 1 ]; then
+        a="unset LD_PRELOAD ASAN_OPTIONS; \$a"
+        run=0
+    fi
+    case \$a in
+    --run) run=1 ;;
+    --run=*) a="--run=unset LD_PRELOAD ASAN_OPTIONS; \${a#--run=}" ;;
+    esac
+    set -- "\$@" "\$a"
+done
+shift "\$n"
 $san_preload exec nbdkit "\$@"
 SHIM
     chmod +x "$T/sanbin/nbdkit"
