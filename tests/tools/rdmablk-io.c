@@ -277,15 +277,20 @@ struct stress {
 };
 
 /* SIGUSR1: stress stops as if its time were up. */
-static volatile sig_atomic_t stress_stop;
+/* Set by SIGUSR1, read by the stress threads: atomic, so the threads see
+ * it (a volatile sig_atomic_t is enough for the handler, not for them). */
+static int stress_stop;
 /* -i: each stress thread's pause after a verified pair, in ms. */
 static uint64_t stress_pause_ms;
 
 static void
 stress_on_usr1(int sig)
 {
+	int saved = errno;
+
 	(void)sig;
-	stress_stop = 1;
+	__atomic_store_n(&stress_stop, 1, __ATOMIC_RELEASE);
+	errno = saved;
 }
 
 static uint64_t
@@ -332,7 +337,7 @@ stress_thread(void *arg)
 
 	if (maxb > nblocks)
 		maxb = nblocks;
-	while (rb_now_ns() < st->deadline_ns && !stress_stop) {
+	while (rb_now_ns() < st->deadline_ns && !__atomic_load_n(&stress_stop, __ATOMIC_ACQUIRE)) {
 		uint64_t nb = 1 + xorshift(&rng) % maxb;
 		uint64_t first = xorshift(&rng) % (nblocks - nb + 1);
 		uint64_t off = st->slice_off + first * st->block, len = nb * st->block;
