@@ -276,9 +276,9 @@ struct stress {
 	int               err;        /* errno, or -1 for a data mismatch */
 };
 
-/* SIGUSR1: stress stops as if its time were up. */
-/* Set by SIGUSR1, read by the stress threads: atomic, so the threads see
- * it (a volatile sig_atomic_t is enough for the handler, not for them). */
+/* SIGUSR1: stress stops as if its time were up.  Set by the handler, read
+ * by the stress threads: atomic, so the threads see it (a volatile
+ * sig_atomic_t is enough for the handler's own thread, not for them). */
 static int stress_stop;
 /* -i: each stress thread's pause after a verified pair, in ms. */
 static uint64_t stress_pause_ms;

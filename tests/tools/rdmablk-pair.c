@@ -67,14 +67,19 @@ opts_from(struct rb_opts *o, int argc, char **argv, int *i)
 
 static uint64_t base;
 
-/* SIGUSR1: the run ends as if its time were up. */
-static volatile sig_atomic_t stop;
+/* SIGUSR1: the run ends as if its time were up.  The handler may run on
+ * any thread (the library's own threads do not block signals), so the
+ * flag is atomic; errno is the interrupted code's. */
+static int stop;
 
 static void
 on_usr1(int sig)
 {
+	int saved = errno;
+
 	(void)sig;
-	stop = 1;
+	__atomic_store_n(&stop, 1, __ATOMIC_RELEASE);
+	errno = saved;
 }
 
 /* Client n writes its block (base + n) with seed round and reads it back. */
@@ -132,7 +137,7 @@ main(int argc, char **argv)
 	signal(SIGUSR1, on_usr1);
 	printf("ready\n");
 	end = rb_now_ns() + seconds * 1000000000u;
-	for (round = 1; rb_now_ns() < end && !stop; round++) {
+	for (round = 1; rb_now_ns() < end && !__atomic_load_n(&stop, __ATOMIC_ACQUIRE); round++) {
 		for (n = 0; n < nclients; n++) {
 			if (round_trip(c[n], n + 1, round) < 0)
 				return 1;
