@@ -512,6 +512,29 @@ rb_reply_data_encode(void *buf, const struct rb_rep_info *r, uint32_t data_len)
 	return len;
 }
 
+uint32_t
+rb_reply_imm(uint64_t tag)
+{
+	return htobe32((uint32_t)tag);
+}
+
+int
+rb_reply_imm_decode(uint32_t imm, const void *buf, size_t len, struct rb_rep_info *r,
+		    const char **why)
+{
+	if (len == 0 || len > RB_READ_INLINE_MAX) {
+		WHY("a reply with immediate carries no data, or more than a READ may inline");
+		return -EBADMSG;
+	}
+	memset(r, 0, sizeof(*r));
+	r->flags = RB_REP_DATA;
+	r->error = RB_OK;
+	r->tag = be32toh(imm);
+	r->data_len = (uint32_t)len;
+	r->data = buf;
+	return 0;
+}
+
 int
 rb_reply_decode(const void *buf, size_t len, struct rb_rep_info *r,
 		const char **why)

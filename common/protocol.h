@@ -111,7 +111,11 @@ enum rb_opcode {
 				     * RB_READ_INLINE_MAX bytes may carry
 				     * RB_REQ_INLINE, and its data comes back in
 				     * the reply (RB_REP_DATA) */
-#define RB_EXP_FLAGS_ALL   0x0fffu
+#define RB_EXP_READ_IMM    0x1000u  /* granted only with RB_EXP_READ_INLINE, to a
+				     * HELLO with RB_HELLO_READ_IMM: a successful
+				     * inline READ's reply is its data alone, in
+				     * a SEND with immediate (rb_reply_imm) */
+#define RB_EXP_FLAGS_ALL   0x1fffu
 
 /* HELLO flags (initiator wishes). */
 #define RB_HELLO_SEND_INV   0x0001u /* reply SENDs may invalidate the request rkey */
@@ -121,7 +125,13 @@ enum rb_opcode {
 #define RB_HELLO_AUTH_BIND  0x0002u
 /* The initiator takes a small READ's data in the reply SEND. */
 #define RB_HELLO_READ_INLINE 0x0004u
-#define RB_HELLO_FLAGS_ALL  (RB_HELLO_SEND_INV | RB_HELLO_AUTH_BIND | RB_HELLO_READ_INLINE)
+/* With READ_INLINE: the initiator takes a successful inline READ's reply as
+ * its data alone, in a SEND with immediate whose 32 bits are the low half
+ * of the request's tag; it keeps those bits unique among its outstanding
+ * requests on the connection. */
+#define RB_HELLO_READ_IMM   0x0008u
+#define RB_HELLO_FLAGS_ALL  (RB_HELLO_SEND_INV | RB_HELLO_AUTH_BIND | RB_HELLO_READ_INLINE | \
+			     RB_HELLO_READ_IMM)
 
 /* Wire error codes.  Values match Linux errno numbers so they read naturally
  * in logs, but each side maps them explicitly: never pass a raw errno. */
@@ -393,6 +403,14 @@ size_t rb_reply_data_encode(void *buf, const struct rb_rep_info *r, uint32_t dat
  * initiator checks (rb_extents_check). */
 int    rb_reply_decode(const void *buf, size_t len, struct rb_rep_info *r,
 		       const char **why);
+/* READ_IMM: the immediate (ibv_send_wr.imm_data, big-endian on the wire as
+ * every immediate) of an inline READ's reply sent as its data alone. */
+uint32_t rb_reply_imm(uint64_t tag);
+/* Such a reply: len bytes of data at buf, the immediate as received.  The
+ * tag comes back as its low 32 bits only; the initiator finds the rest.
+ * 0, or negative with *why when len is 0 or more than RB_READ_INLINE_MAX. */
+int    rb_reply_imm_decode(uint32_t imm, const void *buf, size_t len,
+			   struct rb_rep_info *r, const char **why);
 void   rb_extent_get(const struct rb_rep_info *r, unsigned i, struct rb_extent_info *e);
 /* Start a list at buf (a reply buffer's extents). */
 void   rb_extent_list_init(struct rb_extent_list *l, void *buf);

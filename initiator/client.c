@@ -102,6 +102,7 @@ rb_client_stats(struct rb_client *c, struct rb_stats *s)
 	s->empty_event_reads = __atomic_load_n(&c->stats.empty_event_reads, __ATOMIC_RELAXED);
 	s->pool_bytes = __atomic_load_n(&c->stats.pool_bytes, __ATOMIC_RELAXED);
 	s->inline_read_bytes = __atomic_load_n(&c->stats.inline_read_bytes, __ATOMIC_RELAXED);
+	s->imm_read_replies = __atomic_load_n(&c->stats.imm_read_replies, __ATOMIC_RELAXED);
 }
 
 /* A live connection with a reference for the caller, or NULL and *err. */

@@ -219,6 +219,13 @@ rb_conn_create(const struct rb_conn_cfg *cfg, int list_only, uint64_t deadline_n
 		conn->test_no_read_inline = 1;
 		rb_log(RB_LOG_WARN, "test hook: no inline reads (RDMABLK_TEST_NO_READ_INLINE)");
 	}
+	/* Test hook: inline reads with their reply header, as initiators
+	 * that predate READ_IMM take them. */
+	if (rb_test_hook_on("RDMABLK_TEST_NO_READ_IMM")) {
+		conn->test_no_read_imm = 1;
+		rb_log(RB_LOG_WARN, "test hook: no inline reads with immediate "
+		       "(RDMABLK_TEST_NO_READ_IMM)");
+	}
 	SLIST_INIT(&conn->free_slots);
 	conn->kick_fd = -1;
 	conn->leader = -1;

@@ -113,9 +113,18 @@ handle_recv_locked(struct rb_conn *conn, uint32_t index, uint32_t len,
 	const char *why = "";
 	struct rb_slot *s = NULL;
 	uint64_t index_mask = (UINT64_C(1) << RB_TAG_INDEX_BITS) - 1, now = rb_now_ns();
-	int r;
+	int imm = (wc->wc_flags & IBV_WC_WITH_IMM) != 0, r;
 
-	if (rb_reply_decode(rb_conn_recv_buf(conn, index), len, &rep, &why) < 0) {
+	if (imm && !conn->read_imm) {
+		why = "a SEND with immediate on a connection that was not granted READ_IMM";
+		r = -EPROTO;
+	} else if (imm) {
+		r = rb_reply_imm_decode(wc->imm_data, rb_conn_recv_buf(conn, index), len,
+					&rep, &why);
+	} else {
+		r = rb_reply_decode(rb_conn_recv_buf(conn, index), len, &rep, &why);
+	}
+	if (r < 0) {
 		rb_log(RB_LOG_ERROR, "%s:%u: bad reply: %s", conn->cfg.host,
 		       conn->cfg.port, why);
 		rb_conn_mark_dead_locked(conn, "protocol violation");
@@ -123,6 +132,12 @@ handle_recv_locked(struct rb_conn *conn, uint32_t index, uint32_t len,
 	}
 	if ((rep.tag & index_mask) < conn->nslots)
 		s = &conn->slots[rep.tag & index_mask];
+	/* READ_IMM carried the tag's low 32 bits: the index and the low
+	 * bits of the generation.  The slot's generation gives the rest
+	 * when they match; otherwise the tag stays stale. */
+	if (imm && s != NULL && (s->gen & (UINT32_MAX >> RB_TAG_INDEX_BITS)) ==
+	    rep.tag >> RB_TAG_INDEX_BITS)
+		rep.tag = rb_tag(rep.tag & index_mask, s->gen);
 	/* Heard from the target; a keepalive NOP's own reply does not move
 	 * the next NOP (timer.c: one every keepalive while idle). */
 	if (s == NULL || s->owned || s->opcode != RB_OP_NOP)
@@ -160,6 +175,9 @@ handle_recv_locked(struct rb_conn *conn, uint32_t index, uint32_t len,
 				      s->rin.n);
 			__atomic_add_fetch(&conn->cfg.stats->inline_read_bytes, s->rin.n,
 					   __ATOMIC_RELAXED);
+			if (imm)
+				__atomic_add_fetch(&conn->cfg.stats->imm_read_replies, 1,
+						   __ATOMIC_RELAXED);
 			rep.data = NULL;
 		}
 		/* The extents leave the receive buffer before it is reposted:

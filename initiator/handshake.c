@@ -290,6 +290,10 @@ rb_handshake_hello(struct rb_conn *conn, uint64_t deadline_ns, char *errbuf)
 	 * without it, and one that predates it refuses any HELLO with it. */
 	h.flags = (conn->use_mw ? RB_HELLO_SEND_INV : 0) | RB_HELLO_AUTH_BIND |
 		(conn->test_no_read_inline ? 0 : RB_HELLO_READ_INLINE);
+	/* A tag's low 32 bits hold the slot index, unique among the
+	 * outstanding requests, as READ_IMM asks (cq.c finds the rest). */
+	if (!conn->test_no_read_inline && !conn->test_no_read_imm)
+		h.flags |= RB_HELLO_READ_IMM;
 	if (rb_auth_nonce(h.nonce) < 0 &&
 	    getrandom(h.nonce, sizeof(h.nonce), 0) != (ssize_t)sizeof(h.nonce)) {
 		rb_seterr(errbuf, "no random bytes for the HELLO nonce");
@@ -330,8 +334,8 @@ rb_handshake_hello(struct rb_conn *conn, uint64_t deadline_ns, char *errbuf)
 	if (!authed && e->status == RB_EPROTO) {
 		rb_seterr(errbuf, "export '%s' on %s:%u: target refused the HELLO: %s "
 			  "(EPROTO); a target that predates authentication bound to the "
-			  "connection (HELLO flag AUTH_BIND) or inline reads (READ_INLINE) "
-			  "refuses every HELLO of this initiator: upgrade the target",
+			  "connection (HELLO flag AUTH_BIND) or inline reads (READ_INLINE, "
+			  "READ_IMM) refuses every HELLO of this initiator: upgrade the target",
 			  conn->cfg.export_name,
 			  conn->cfg.host, conn->cfg.port, rb_reason(RB_EPROTO));
 		return -EPROTO;
@@ -352,7 +356,15 @@ rb_handshake_hello(struct rb_conn *conn, uint64_t deadline_ns, char *errbuf)
 			  "which the HELLO did not ask for", conn->cfg.host, conn->cfg.port);
 		return -EPROTO;
 	}
+	if ((e->flags & RB_EXP_READ_IMM) &&
+	    (!(h.flags & RB_HELLO_READ_IMM) || !(e->flags & RB_EXP_READ_INLINE))) {
+		rb_seterr(errbuf, "%s:%u: HELLO_REPLY grants inline reads with immediate "
+			  "(READ_IMM), which the HELLO did not ask for or without inline "
+			  "reads (READ_INLINE)", conn->cfg.host, conn->cfg.port);
+		return -EPROTO;
+	}
 	conn->read_inline = (e->flags & RB_EXP_READ_INLINE) != 0;
+	conn->read_imm = (e->flags & RB_EXP_READ_IMM) != 0;
 	if (e->queue_depth > conn->cm_qd || e->max_io > conn->cfg.max_io) {
 		rb_seterr(errbuf, "%s:%u: HELLO_REPLY grants more than asked "
 			  "(queue depth %u > %u or max-io %u > %u)", conn->cfg.host,

@@ -211,6 +211,7 @@ void     rb_group_unwatch(struct rb_group *g, struct rb_group_watch *w);
 
 /* tag = generation << 16 | slot index */
 #define RB_TAG_INDEX_BITS 16
+_Static_assert(RB_TAG_INDEX_BITS < 32, "READ_IMM: a tag's low 32 bits hold its slot index");
 static inline uint64_t rb_tag(uint32_t index, uint64_t gen)
 {
 	return gen << RB_TAG_INDEX_BITS | index;
@@ -291,9 +292,13 @@ struct rb_conn {
 	int                         fault_fence;
 	int                         test_no_ttl; /* test hook: send no ttl (request.c) */
 	int                         test_no_read_inline; /* test hook: no READ_INLINE */
+	int                         test_no_read_imm;    /* test hook: no READ_IMM */
 	/* The target granted RB_EXP_READ_INLINE: a READ of at most
-	 * RB_READ_INLINE_MAX bytes gets its data in the reply (cq.c). */
+	 * RB_READ_INLINE_MAX bytes gets its data in the reply (cq.c); and
+	 * RB_EXP_READ_IMM: that reply is the data alone, one packet, so a
+	 * direct READ takes it too (request.c). */
 	int                         read_inline;
+	int                         read_imm;
 	int                         rxe_quirk;  /* rb_wc_invalidated: a Soft-RoCE device */
 	unsigned                    binds;      /* atomic: window binds posted */
 	struct rb_export_info       exp;        /* the HELLO_REPLY */

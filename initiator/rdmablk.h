@@ -134,6 +134,7 @@ struct rb_stats {
 	uint64_t empty_event_reads; /* reads of an armed CQ's channel that found no event */
 	uint64_t pool_bytes;       /* request pool registered, summed over connections */
 	uint64_t inline_read_bytes; /* READ data that came in replies (copied: in copy_bytes) */
+	uint64_t imm_read_replies; /* of those replies, sent as the data alone (READ_IMM) */
 };
 
 /* I/O flags. */

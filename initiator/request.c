@@ -70,15 +70,17 @@ rb_post_request(struct rb_conn *conn, struct rb_slot *s, const struct rb_req_inf
 }
 
 /* A WRITE small enough to travel in its request SEND, or a READ whose
- * data comes back in its reply.  Only a pool READ: there the reply's copy
- * replaces the pool's, while a direct READ's RDMA WRITE lands in the
- * caller's buffer with no copy at all (docs/performance.md, "inline
- * reads"). */
+ * data comes back in its reply.  A pool READ always: the reply's copy
+ * replaces the pool's.  A direct READ only when the reply is the data
+ * alone (READ_IMM): one packet instead of the RDMA WRITE's and the
+ * reply's, and no window to bind and kill, for one copy of at most 4 KiB
+ * (docs/performance.md, "A 4 KiB read reply in one packet"). */
 static int
 io_inline(const struct rb_conn *conn, const struct rb_io *io)
 {
 	if (io->opcode == RB_OP_READ)
-		return conn->read_inline && !io->direct && io->length <= RB_READ_INLINE_MAX;
+		return conn->read_inline && (!io->direct || conn->read_imm) &&
+		       io->length <= RB_READ_INLINE_MAX;
 	return io->opcode == RB_OP_WRITE && io->length <= conn->exp.inline_max;
 }
 

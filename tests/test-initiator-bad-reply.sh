@@ -6,7 +6,9 @@
 # inline READ with 100 bytes. Either is a protocol violation: the READ fails, the initiator
 # closes the connection, and the caller's buffer is left as it was (nothing of the reply is
 # copied). The control: the same fake target's correct inline reply, 4096 bytes, is accepted
-# and its data lands in the caller's buffer.
+# and its data lands in the caller's buffer. The same for a reply sent as the data alone with
+# immediate (READ_IMM): accepted when granted and asked for (the control), refused as the
+# reply to a READ by RDMA WRITE, and refused on a connection not granted READ_IMM.
 # shellcheck source=tests/lib.sh
 . "$(dirname "$0")/lib.sh"
 
@@ -36,3 +38,28 @@ grep -q 'bad reply: 100 bytes of data in the reply to a READ that asked for anot
 grep -q "READ: FAILED (.*); caller's buffer: untouched; connection: closed by the initiator" \
     "$LOGS/short.log" || fail "short: unexpected result"
 ok "100 bytes in the reply to an inline READ of 4096: refused, the connection closed"
+
+# READ_IMM: the same data alone, in a SEND with immediate.
+step imm bad_reply -p 10886 -m imm || fail "control: the correct reply with immediate was not accepted"
+grep -q 'initiator: inline reads granted, with immediate granted' "$LOGS/imm.log" ||
+    fail "imm: READ_IMM was not granted"
+grep -q "READ: OK (no error); caller's buffer: the data; connection: up" "$LOGS/imm.log" ||
+    fail "imm: unexpected result"
+grep -q 'initiator: 1 replies with immediate' "$LOGS/imm.log" || fail "imm: the reply was not counted"
+ok "control: a correct reply with immediate, 4096 bytes alone, is accepted, its data in the caller's buffer"
+
+step imm-unasked bad_reply -p 10887 -m imm-unasked ||
+    fail "data with immediate in the reply to a READ by RDMA WRITE was accepted"
+grep -q 'bad reply: 64 bytes of data in the reply to a READ that asked for none' \
+    "$LOGS/imm-unasked.log" || fail "imm-unasked: no error naming the unasked data"
+grep -q "READ: FAILED (.*); caller's buffer: untouched; connection: closed by the initiator" \
+    "$LOGS/imm-unasked.log" || fail "imm-unasked: unexpected result"
+ok "64 bytes with immediate in the reply to a READ by RDMA WRITE: refused, the connection closed"
+
+step imm-ungranted bad_reply -p 10888 -m imm-ungranted ||
+    fail "a reply with immediate on a connection not granted READ_IMM was accepted"
+grep -q 'bad reply: a SEND with immediate on a connection that was not granted READ_IMM' \
+    "$LOGS/imm-ungranted.log" || fail "imm-ungranted: no error naming the missing grant"
+grep -q "READ: FAILED (.*); caller's buffer: untouched; connection: closed by the initiator" \
+    "$LOGS/imm-ungranted.log" || fail "imm-ungranted: unexpected result"
+ok "a reply with immediate where READ_IMM was not granted: refused, the connection closed"

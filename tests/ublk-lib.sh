@@ -131,18 +131,19 @@ ublk_del_wait() {
 # ublk_exit_sum LOG FIELD: one counter of the server's exit lines in LOG, one line per queue and
 # connection ("queue Q[ connection C]: N requests, N resent, N bytes copied by the library, N
 # empty reads of the completion channel, N bytes of request pool registered, N bytes read
-# inline"), summed; "none" when LOG has no such line. FIELD: requests, resent, copied, empty,
-# pool or inline.
+# inline (N replies with immediate)"), summed; "none" when LOG has no such line. FIELD:
+# requests, resent, copied, empty, pool, inline or imm.
 ublk_exit_sum() {
     awk -v f="$2" '
-        match($0, /: queue [0-9]+( connection [0-9]+)?: [0-9]+ requests, [0-9]+ resent, [0-9]+ bytes copied by the library, [0-9]+ empty reads of the completion channel, [0-9]+ bytes of request pool registered, [0-9]+ bytes read inline/) {
-            split(substr($0, RSTART, RLENGTH), w, /[ :,]+/)
+        match($0, /: queue [0-9]+( connection [0-9]+)?: [0-9]+ requests, [0-9]+ resent, [0-9]+ bytes copied by the library, [0-9]+ empty reads of the completion channel, [0-9]+ bytes of request pool registered, [0-9]+ bytes read inline \([0-9]+ replies with immediate\)/) {
+            split(substr($0, RSTART, RLENGTH), w, /[ :,()]+/)
             # w: "" queue Q [connection C] N requests N resent N bytes copied by the library N
             # empty reads of the completion channel N bytes of request pool registered N bytes
-            # read inline
+            # read inline N replies with immediate
             o = (w[4] == "connection") ? 2 : 0
             v["requests"] = w[4 + o]; v["resent"] = w[6 + o]; v["copied"] = w[8 + o]
             v["empty"] = w[14 + o]; v["pool"] = w[21 + o]; v["inline"] = w[27 + o]
+            v["imm"] = w[31 + o]
             s += v[f]; n++
         }
         END { if (n) print s; else print "none" }' "$1"

@@ -214,10 +214,11 @@ ub_queue_destroy(struct ub_queue *q)
 			snprintf(who, sizeof(who), " connection %u", i);
 		ub_info("queue %u%s: %llu requests, %llu resent, %llu bytes copied by the library, "
 			"%llu empty reads of the completion channel, %llu bytes of request pool "
-			"registered, %llu bytes read inline", q->id, who,
-			(unsigned long long)st.requests, (unsigned long long)st.resent,
+			"registered, %llu bytes read inline (%llu replies with immediate)", q->id,
+			who, (unsigned long long)st.requests, (unsigned long long)st.resent,
 			(unsigned long long)st.copy_bytes, (unsigned long long)st.empty_event_reads,
-			(unsigned long long)st.pool_bytes, (unsigned long long)st.inline_read_bytes);
+			(unsigned long long)st.pool_bytes, (unsigned long long)st.inline_read_bytes,
+			(unsigned long long)st.imm_read_replies);
 		rb_client_close(q->conns[i]);
 		q->conns[i] = NULL;
 	}

@@ -56,6 +56,7 @@ struct req_queue {
 	struct export *exp;
 	struct rb_req_limits lim;
 	int send_inv;               /* HELLO had RB_HELLO_SEND_INV */
+	int read_imm;               /* RB_EXP_READ_IMM was granted */
 	/* The connection is in error: nothing new starts, and a request
 	 * completes once nothing (a WR, a job) may touch it any more. */
 	int failed;

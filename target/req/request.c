@@ -200,8 +200,11 @@ req_reply(struct req *r)
 				   .tag = r->info.tag };
 	int with_data = r->info.opcode == RB_OP_READ && r->status == RB_OK;
 	/* An inline READ: one SEND gathers the reply's header (the buffer's
-	 * own registered area) and the data, and no key is touched. */
+	 * own registered area) and the data, and no key is touched; with
+	 * READ_IMM the SEND carries the data alone, the tag's low half in
+	 * its immediate. */
 	int data_inline = with_data && (r->info.flags & RB_REQ_INLINE);
+	int data_imm = data_inline && q->read_imm;
 	/* A BLOCK_STATUS reply is sent from its pool buffer: the extents
 	 * are already there, after room for the reply (request-exec.c). */
 	int with_extents = r->info.opcode == RB_OP_BLOCK_STATUS && r->status == RB_OK;
@@ -216,6 +219,8 @@ req_reply(struct req *r)
 		rep.flags = 0;
 	if (with_extents)
 		len = rb_reply_extents_encode(r->buf, &rep, r->job.nextents);
+	else if (data_imm)
+		len = r->info.length;
 	else if (data_inline)
 		len = rb_reply_data_encode(pool_hdr(q->pool, r->buf), &rep, r->info.length);
 	else
@@ -229,7 +234,11 @@ req_reply(struct req *r)
 
 	memset(wr_rep, 0, sizeof(*wr_rep));
 	wr_rep->num_sge = 1;
-	if (data_inline) {
+	if (data_imm) {
+		sge[0].addr = (uintptr_t)r->buf;
+		sge[0].length = r->info.length;
+		sge[0].lkey = pool_lkey(q->pool);
+	} else if (data_inline) {
 		sge[0].addr = (uintptr_t)pool_hdr(q->pool, r->buf);
 		sge[0].length = sizeof(struct rb_reply);
 		sge[0].lkey = pool_lkey(q->pool);
@@ -244,6 +253,10 @@ req_reply(struct req *r)
 	}
 	wr_rep->wr_id = (uintptr_t)&r->send_ctx;
 	wr_rep->opcode = IBV_WR_SEND;
+	if (data_imm) {
+		wr_rep->opcode = IBV_WR_SEND_WITH_IMM;
+		wr_rep->imm_data = rb_reply_imm(r->info.tag);
+	}
 	/* The initiator asked (RB_HELLO_SEND_INV) that the reply kill the
 	 * key of the request's memory window: only the key this request
 	 * carried, and only for requests that carried one. */

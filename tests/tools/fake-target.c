@@ -114,7 +114,7 @@ fake_send(struct fake_target *f, struct ibv_send_wr *wr)
 }
 
 int
-fake_hello(struct fake_target *f, int read_inline, struct rb_hello_info *h, const char **why)
+fake_hello(struct fake_target *f, unsigned grants, struct rb_hello_info *h, const char **why)
 {
 	struct rb_export_info e;
 	struct ibv_sge sge;
@@ -136,8 +136,11 @@ fake_hello(struct fake_target *f, int read_inline, struct rb_hello_info *h, cons
 	e.min_block = 512;
 	e.pref_block = 4096;
 	e.max_io = h->max_io < 65536 ? h->max_io : 65536;
-	if (read_inline && (h->flags & RB_HELLO_READ_INLINE))
+	if ((grants & FAKE_READ_INLINE) && (h->flags & RB_HELLO_READ_INLINE)) {
 		e.flags |= RB_EXP_READ_INLINE;
+		if ((grants & FAKE_READ_IMM) && (h->flags & RB_HELLO_READ_IMM))
+			e.flags |= RB_EXP_READ_IMM;
+	}
 	fake_wr(&wr, &sge, f->send, (uint32_t)rb_hello_reply_encode(f->send, &e),
 		f->send_mr->lkey, IBV_WR_SEND);
 	*why = "HELLO_REPLY not sent";
@@ -257,14 +260,14 @@ fake_initiator(const char *tool, const char *addr, uint16_t port, uint32_t max_i
 
 int
 fake_open(struct fake_target *f, const char *addr, uint16_t port, int *listening,
-	  int read_inline, struct rb_hello_info *h)
+	  unsigned grants, struct rb_hello_info *h)
 {
 	const char *what = "";
 
 	if (fake_listen(f, addr, port, &what) < 0)
 		goto fail;
 	fake_set(listening);
-	if (fake_accept(f, &what) < 0 || fake_hello(f, read_inline, h, &what) < 0)
+	if (fake_accept(f, &what) < 0 || fake_hello(f, grants, h, &what) < 0)
 		goto fail;
 	return 0;
 fail:

@@ -50,15 +50,18 @@ int fake_repost(struct fake_target *f, unsigned idx);
  * f->send_status.  0, or -1 when it could not be posted or did not
  * complete in time. */
 int fake_send(struct fake_target *f, struct ibv_send_wr *wr);
+/* What fake_hello grants, when the HELLO asked for it. */
+#define FAKE_READ_INLINE 0x1u   /* RB_EXP_READ_INLINE */
+#define FAKE_READ_IMM    0x2u   /* RB_EXP_READ_IMM (with FAKE_READ_INLINE) */
 /* Answer the HELLO: a 1 MiB export, queue depth 2, max_io up to 64 KiB,
- * no inline writes, and inline reads (READ_INLINE) when read_inline is set
- * and the HELLO asked for them.  0, or -1 with *why set. */
-int fake_hello(struct fake_target *f, int read_inline, struct rb_hello_info *h,
+ * no inline writes, and of inline reads what grants (FAKE_*) has and the
+ * HELLO asked for.  0, or -1 with *why set. */
+int fake_hello(struct fake_target *f, unsigned grants, struct rb_hello_info *h,
 	       const char **why);
 /* The usual start: fake_listen, fake_set(listening), fake_accept and
  * fake_hello.  0, or -1 after fake_fail. */
 int fake_open(struct fake_target *f, const char *addr, uint16_t port, int *listening,
-	      int read_inline, struct rb_hello_info *h);
+	      unsigned grants, struct rb_hello_info *h);
 /* Receive one request, which must be a READ of at most max_len bytes, and
  * repost its buffer.  0, or -1 after fake_fail. */
 int fake_read_request(struct fake_target *f, uint32_t max_len, struct rb_req_info *req);

@@ -3,24 +3,30 @@
  * rdmablk-mw-check does:
  *
  *   - a fake target (tests/tools/fake-target.h, a thread) that grants
- *     inline reads (READ_INLINE), receives one READ and answers it with a
- *     reply carrying data (RB_REP_DATA), of the mode's length;
+ *     inline reads (READ_INLINE, and READ_IMM in the imm modes), receives
+ *     one READ and answers it with a reply carrying data, of the mode's
+ *     length: a REPLY with RB_REP_DATA, or in the imm modes the data alone
+ *     in a SEND with immediate (the tag's low half);
  *   - the real initiator library (internals, initiator/internal.h): one
  *     connection, one READ through its pool into a buffer filled with 0x11.
  *
- *   rdmablk-bad-reply -a ADDR [-p PORT] -m good|unasked|short
+ *   rdmablk-bad-reply -a ADDR [-p PORT] -m MODE
  *
  *   good     a 4 KiB READ goes inline, and the reply carries its 4096
  *            bytes: the control, the fake target's reply is accepted;
  *   unasked  a 64 KiB READ goes by RDMA WRITE (it carries a key), and the
  *            reply carries 64 bytes of data all the same (the fake target
  *            writes nothing into the initiator's memory);
- *   short    a 4 KiB READ goes inline, and the reply carries 100 bytes.
+ *   short    a 4 KiB READ goes inline, and the reply carries 100 bytes;
+ *   imm      READ_IMM granted, and good's reply as the data alone: the
+ *            control of the two below, accepted;
+ *   imm-unasked    READ_IMM granted, and unasked's reply as the data alone;
+ *   imm-ungranted  READ_IMM not granted, and imm's reply all the same.
  *
  * Prints "READ: OK|FAILED (ERR); caller's buffer: the data|untouched|CHANGED;
- * connection: up|closed by the initiator".  Exit 0 when good returned the
- * data, or when unasked and short failed the READ, closed the connection
- * and left the caller's buffer untouched; 1 otherwise. */
+ * connection: up|closed by the initiator".  Exit 0 when good or imm
+ * returned the data, or when the others failed the READ, closed the
+ * connection and left the caller's buffer untouched; 1 otherwise. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -37,7 +43,13 @@
 #define UNASKED 64
 #define SHORT   100
 
-enum mode { MODE_GOOD, MODE_UNASKED, MODE_SHORT };
+enum mode { MODE_GOOD, MODE_UNASKED, MODE_SHORT, MODE_IMM, MODE_IMM_UNASKED,
+	    MODE_IMM_UNGRANTED };
+static const char *const mode_names[] = {
+	[MODE_GOOD] = "good", [MODE_UNASKED] = "unasked", [MODE_SHORT] = "short",
+	[MODE_IMM] = "imm", [MODE_IMM_UNASKED] = "imm-unasked",
+	[MODE_IMM_UNGRANTED] = "imm-ungranted",
+};
 
 static const char *addr;
 static uint16_t port = 10897;
@@ -49,10 +61,25 @@ static uint32_t
 data_len(uint32_t req_len)
 {
 	switch (mode) {
-	case MODE_UNASKED: return UNASKED;
-	case MODE_SHORT:   return SHORT;
-	default:           return req_len;
+	case MODE_UNASKED:
+	case MODE_IMM_UNASKED: return UNASKED;
+	case MODE_SHORT:       return SHORT;
+	default:               return req_len;
 	}
+}
+
+/* The reply is the data alone, with immediate. */
+static int
+mode_imm(void)
+{
+	return mode == MODE_IMM || mode == MODE_IMM_UNASKED || mode == MODE_IMM_UNGRANTED;
+}
+
+/* The fake target's reply is correct: the READ returns its data. */
+static int
+mode_good(void)
+{
+	return mode == MODE_GOOD || mode == MODE_IMM;
 }
 
 /* Static: the verbs objects stay reachable until the process exits. */
@@ -70,7 +97,8 @@ fake_target(void *arg)
 	uint32_t n;
 
 	(void)arg;
-	if (fake_open(f, addr, port, &listening, 1, &h) < 0 ||
+	if (fake_open(f, addr, port, &listening, FAKE_READ_INLINE |
+		      (mode == MODE_IMM || mode == MODE_IMM_UNASKED ? FAKE_READ_IMM : 0), &h) < 0 ||
 	    fake_read_request(f, BIG, &req) < 0)
 		return NULL;
 	printf("fake target: READ of %u bytes, %s\n", req.length,
@@ -78,17 +106,24 @@ fake_target(void *arg)
 	n = data_len(req.length);
 	memset(&rep, 0, sizeof(rep));
 	rep.tag = req.tag;
-	memset((uint8_t *)f->send + sizeof(struct rb_reply), 0xab, n);
-	fake_wr(&wr, &sge, f->send, (uint32_t)rb_reply_data_encode(f->send, &rep, n),
-		f->send_mr->lkey, IBV_WR_SEND);
-	printf("fake target: reply with %u bytes of data\n", n);
+	if (mode_imm()) {
+		memset(f->send, 0xab, n);
+		fake_wr(&wr, &sge, f->send, n, f->send_mr->lkey, IBV_WR_SEND_WITH_IMM);
+		wr.imm_data = rb_reply_imm(req.tag);
+	} else {
+		memset((uint8_t *)f->send + sizeof(struct rb_reply), 0xab, n);
+		fake_wr(&wr, &sge, f->send, (uint32_t)rb_reply_data_encode(f->send, &rep, n),
+			f->send_mr->lkey, IBV_WR_SEND);
+	}
+	printf("fake target: reply with %u bytes of data%s\n", n,
+	       mode_imm() ? " alone, with immediate" : "");
 	if (fake_send(f, &wr) < 0 || f->send_status != IBV_WC_SUCCESS) {
 		fake_fail("reply not sent");
 		return NULL;
 	}
 	fake_set(&replied);
 	/* A refused reply: the initiator closes the connection. */
-	if (mode != MODE_GOOD && fake_wait_disconnect(f, FAKE_DEADLINE_S))
+	if (!mode_good() && fake_wait_disconnect(f, FAKE_DEADLINE_S))
 		fake_set(&hung_up);
 	fake_set(&reply_seen);
 	return NULL;
@@ -105,6 +140,7 @@ main(int argc, char **argv)
 	uint64_t v;
 	const char *state;
 	int opt, r, ok, touched;
+	size_t i;
 
 	while ((opt = getopt(argc, argv, "a:p:m:")) != -1) {
 		switch (opt) {
@@ -115,18 +151,18 @@ main(int argc, char **argv)
 			port = (uint16_t)v;
 			break;
 		case 'm':
-			if (strcmp(optarg, "good") == 0)
-				mode = MODE_GOOD;
-			else if (strcmp(optarg, "unasked") == 0)
-				mode = MODE_UNASKED;
-			else if (strcmp(optarg, "short") == 0)
-				mode = MODE_SHORT;
-			else
+			for (i = 0; i < sizeof(mode_names) / sizeof(mode_names[0]); i++)
+				if (strcmp(optarg, mode_names[i]) == 0)
+					break;
+			if (i == sizeof(mode_names) / sizeof(mode_names[0])) {
+				fprintf(stderr, "rdmablk-bad-reply: unknown mode '%s'\n", optarg);
 				return 2;
+			}
+			mode = (enum mode)i;
 			break;
 		default:
-			fprintf(stderr, "usage: rdmablk-bad-reply -a ADDR [-p PORT] "
-				"-m good|unasked|short\n");
+			fprintf(stderr, "usage: rdmablk-bad-reply -a ADDR [-p PORT] -m good|unasked|"
+				"short|imm|imm-unasked|imm-ungranted\n");
 			return 2;
 		}
 	}
@@ -136,8 +172,10 @@ main(int argc, char **argv)
 	if (fake_start(fake_target, &th, &listening) < 0 ||
 	    fake_initiator("rdmablk-bad-reply", addr, port, BIG, 0, &stats, &conn) < 0)
 		return 1;
-	printf("initiator: inline reads %s\n", conn->read_inline ? "granted" : "NOT granted");
-	len = mode == MODE_UNASKED ? BIG : RB_READ_INLINE_MAX;
+	printf("initiator: inline reads %s, with immediate %s\n",
+	       conn->read_inline ? "granted" : "NOT granted",
+	       conn->read_imm ? "granted" : "NOT granted");
+	len = mode == MODE_UNASKED || mode == MODE_IMM_UNASKED ? BIG : RB_READ_INLINE_MAX;
 	memset(buf, 0x11, sizeof(buf));
 	r = fake_read(conn, buf, len);
 	if (fake_wait(&replied) < 0) {
@@ -158,11 +196,15 @@ main(int argc, char **argv)
 	printf("READ: %s (%s); caller's buffer: %s; connection: %s\n", r < 0 ? "FAILED" : "OK",
 	       r < 0 ? strerror(-r) : "no error", state,
 	       hung_up ? "closed by the initiator" : "up");
-	if (mode == MODE_GOOD)
+	printf("initiator: %llu replies with immediate\n",
+	       (unsigned long long)stats.imm_read_replies);
+	if (mode_good())
 		ok = r == 0 && strcmp(state, "the data") == 0 && conn->read_inline &&
-		     stats.inline_read_bytes == len;
+		     stats.inline_read_bytes == len &&
+		     stats.imm_read_replies == (mode == MODE_IMM ? 1u : 0u);
 	else
-		ok = r < 0 && !touched && hung_up && conn->read_inline;
+		ok = r < 0 && !touched && hung_up && conn->read_inline &&
+		     conn->read_imm == (mode == MODE_IMM_UNASKED);
 	rb_conn_unref(conn);
 	pthread_join(th, NULL);
 	return ok ? 0 : 1;

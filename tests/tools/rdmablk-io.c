@@ -461,10 +461,12 @@ print_stats(struct rb_client *c)
 		" reconnects=%" PRIu64 " failovers=%" PRIu64 " keepalives=%" PRIu64
 		" copy_bytes=%" PRIu64 " copy_ns=%" PRIu64 " copy_MBps=%.0f"
 		" leader_sleeps=%" PRIu64 " follower_wakes=%" PRIu64
-		" handoffs=%" PRIu64 " inline_read_bytes=%" PRIu64 "\n",
+		" handoffs=%" PRIu64 " inline_read_bytes=%" PRIu64
+		" imm_read_replies=%" PRIu64 "\n",
 		s.requests, s.resent, s.reconnects, s.failovers, s.keepalives, s.copy_bytes,
 		s.copy_ns, s.copy_ns ? (double)s.copy_bytes * 1e3 / (double)s.copy_ns : 0.0,
-		s.leader_sleeps, s.follower_wakes, s.handoffs, s.inline_read_bytes);
+		s.leader_sleeps, s.follower_wakes, s.handoffs, s.inline_read_bytes,
+		s.imm_read_replies);
 }
 
 static void

@@ -458,6 +458,42 @@ test_read_inline(void)
 	      rout.data_len == 0);
 }
 
+/* READ_IMM: the data alone, the tag's low 32 bits in the immediate. */
+static void
+test_read_imm(void)
+{
+	struct rb_hello_info h, hout;
+	struct rb_export_info e = good_export(), eout;
+	struct rb_rep_info rout;
+	const char *why = NULL;
+	uint32_t imm = rb_reply_imm(UINT64_C(0x123456789abcdef0));
+	size_t len;
+
+	/* big-endian on the wire, as every immediate */
+	CHECK(memcmp(&imm, "\x9a\xbc\xde\xf0", 4) == 0);
+	memset(buf, 0xcd, 4096);
+	CHECK(rb_reply_imm_decode(imm, buf, 4096, &rout, &why) == 0);
+	CHECK(rout.tag == 0x9abcdef0u && rout.error == RB_OK && rout.flags == RB_REP_DATA &&
+	      rout.nextents == 0 && rout.extents == NULL && rout.data_len == 4096 &&
+	      rout.data == buf);
+	CHECK(rb_reply_imm_decode(imm, buf, 1, &rout, &why) == 0 && rout.data_len == 1);
+	/* no data, or more than a READ may inline */
+	why = NULL;
+	CHECK(rb_reply_imm_decode(imm, buf, 0, &rout, &why) == -EBADMSG && why != NULL);
+	CHECK(rb_reply_imm_decode(imm, buf, RB_READ_INLINE_MAX + 1, &rout, &why) == -EBADMSG);
+	/* the flags are known on both sides */
+	memset(&h, 0, sizeof(h));
+	h.flags = RB_HELLO_READ_INLINE | RB_HELLO_READ_IMM | RB_HELLO_AUTH_BIND;
+	h.queue_depth = 1;
+	h.max_io = 4096;
+	strcpy(h.export_name, "disk0");
+	len = rb_hello_encode(buf, &h);
+	CHECK(rb_hello_decode(buf, len, &hout, &why) == 0 && hout.flags == h.flags);
+	e.flags |= RB_EXP_READ_INLINE | RB_EXP_READ_IMM;
+	len = rb_hello_reply_encode(buf, &e);
+	CHECK(rb_hello_reply_decode(buf, len, &eout, &why) == 0 && eout.flags == e.flags);
+}
+
 static void
 test_reply(void)
 {
@@ -699,6 +735,7 @@ main(void)
 	test_validate();
 	test_reply();
 	test_read_inline();
+	test_read_imm();
 	test_block_status();
 	test_list();
 	test_names_and_errors();
