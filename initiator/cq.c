@@ -115,7 +115,12 @@ handle_recv_locked(struct rb_conn *conn, uint32_t index, uint32_t len,
 	uint64_t index_mask = (UINT64_C(1) << RB_TAG_INDEX_BITS) - 1, now = rb_now_ns();
 	int imm = (wc->wc_flags & IBV_WC_WITH_IMM) != 0, r;
 
-	if (imm && !conn->read_imm) {
+	/* An RDMA WRITE with immediate consumes a receive too, but its
+	 * data is not in the receive buffer: nothing here sends one. */
+	if (wc->opcode != IBV_WC_RECV) {
+		why = "an RDMA WRITE with immediate";
+		r = -EPROTO;
+	} else if (imm && !conn->read_imm) {
 		why = "a SEND with immediate on a connection that was not granted READ_IMM";
 		r = -EPROTO;
 	} else if (imm) {

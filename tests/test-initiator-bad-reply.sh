@@ -8,7 +8,9 @@
 # copied). The control: the same fake target's correct inline reply, 4096 bytes, is accepted
 # and its data lands in the caller's buffer. The same for a reply sent as the data alone with
 # immediate (READ_IMM): accepted when granted and asked for (the control), refused as the
-# reply to a READ by RDMA WRITE, and refused on a connection not granted READ_IMM.
+# reply to a READ by RDMA WRITE, and refused on a connection not granted READ_IMM; one whose
+# immediate names another generation of the slot answers no outstanding request: dropped, and
+# the READ fails at its timeout with the caller's buffer untouched.
 # shellcheck source=tests/lib.sh
 . "$(dirname "$0")/lib.sh"
 
@@ -63,3 +65,11 @@ grep -q 'bad reply: a SEND with immediate on a connection that was not granted R
 grep -q "READ: FAILED (.*); caller's buffer: untouched; connection: closed by the initiator" \
     "$LOGS/imm-ungranted.log" || fail "imm-ungranted: unexpected result"
 ok "a reply with immediate where READ_IMM was not granted: refused, the connection closed"
+
+step imm-stale bad_reply -p 10889 -m imm-stale ||
+    fail "a reply with immediate whose generation bits are another request's was accepted"
+grep -q 'rejected a reply with a stale or unknown tag' "$LOGS/imm-stale.log" ||
+    fail "imm-stale: no error naming the stale tag"
+grep -q "READ: FAILED (.*); caller's buffer: untouched" "$LOGS/imm-stale.log" ||
+    fail "imm-stale: unexpected result"
+ok "a reply with immediate of another generation of the slot: dropped, the READ failed at its timeout, untouched"

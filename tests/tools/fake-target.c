@@ -296,7 +296,7 @@ fake_read_request(struct fake_target *f, uint32_t max_len, struct rb_req_info *r
 }
 
 int
-fake_read(struct rb_conn *conn, void *buf, uint32_t len)
+fake_read(struct rb_conn *conn, void *buf, uint32_t len, unsigned s)
 {
 	struct rb_io io;
 
@@ -306,5 +306,5 @@ fake_read(struct rb_conn *conn, void *buf, uint32_t len)
 	io.length = len;
 	io.rbuf = buf;
 	io.copy_len = len;
-	return rb_conn_request(conn, &io, rb_now_ns() + FAKE_DEADLINE_S * 1000000000ull);
+	return rb_conn_request(conn, &io, rb_now_ns() + s * 1000000000ull);
 }

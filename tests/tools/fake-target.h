@@ -90,7 +90,7 @@ int fake_start(void *(*fn)(void *), pthread_t *th, int *listening);
 int fake_initiator(const char *tool, const char *addr, uint16_t port, uint32_t max_io,
 		   int mr_static, struct rb_stats *stats, struct rb_conn **conn);
 /* One READ of len bytes at offset 0 into buf, through the connection's
- * pool (not direct).  rb_conn_request's result. */
-int fake_read(struct rb_conn *conn, void *buf, uint32_t len);
+ * pool (not direct), given s seconds.  rb_conn_request's result. */
+int fake_read(struct rb_conn *conn, void *buf, uint32_t len, unsigned s);
 
 #endif

@@ -21,11 +21,15 @@
  *   imm      READ_IMM granted, and good's reply as the data alone: the
  *            control of the two below, accepted;
  *   imm-unasked    READ_IMM granted, and unasked's reply as the data alone;
- *   imm-ungranted  READ_IMM not granted, and imm's reply all the same.
+ *   imm-ungranted  READ_IMM not granted, and imm's reply all the same;
+ *   imm-stale      imm's reply with the wrong generation bits in the
+ *                  immediate: a reply to no outstanding request, dropped,
+ *                  and the READ fails when it times out (STALE_S seconds).
  *
  * Prints "READ: OK|FAILED (ERR); caller's buffer: the data|untouched|CHANGED;
  * connection: up|closed by the initiator".  Exit 0 when good or imm
- * returned the data, or when the others failed the READ, closed the
+ * returned the data, when imm-stale's READ failed with the caller's
+ * buffer untouched, or when the others failed the READ, closed the
  * connection and left the caller's buffer untouched; 1 otherwise. */
 #include <errno.h>
 #include <pthread.h>
@@ -42,13 +46,14 @@
 #define BIG     65536
 #define UNASKED 64
 #define SHORT   100
+#define STALE_S 3
 
 enum mode { MODE_GOOD, MODE_UNASKED, MODE_SHORT, MODE_IMM, MODE_IMM_UNASKED,
-	    MODE_IMM_UNGRANTED };
+	    MODE_IMM_UNGRANTED, MODE_IMM_STALE };
 static const char *const mode_names[] = {
 	[MODE_GOOD] = "good", [MODE_UNASKED] = "unasked", [MODE_SHORT] = "short",
 	[MODE_IMM] = "imm", [MODE_IMM_UNASKED] = "imm-unasked",
-	[MODE_IMM_UNGRANTED] = "imm-ungranted",
+	[MODE_IMM_UNGRANTED] = "imm-ungranted", [MODE_IMM_STALE] = "imm-stale",
 };
 
 static const char *addr;
@@ -72,7 +77,8 @@ data_len(uint32_t req_len)
 static int
 mode_imm(void)
 {
-	return mode == MODE_IMM || mode == MODE_IMM_UNASKED || mode == MODE_IMM_UNGRANTED;
+	return mode == MODE_IMM || mode == MODE_IMM_UNASKED || mode == MODE_IMM_UNGRANTED ||
+	       mode == MODE_IMM_STALE;
 }
 
 /* The fake target's reply is correct: the READ returns its data. */
@@ -98,7 +104,8 @@ fake_target(void *arg)
 
 	(void)arg;
 	if (fake_open(f, addr, port, &listening, FAKE_READ_INLINE |
-		      (mode == MODE_IMM || mode == MODE_IMM_UNASKED ? FAKE_READ_IMM : 0), &h) < 0 ||
+		      (mode == MODE_IMM || mode == MODE_IMM_UNASKED || mode == MODE_IMM_STALE ?
+		       FAKE_READ_IMM : 0), &h) < 0 ||
 	    fake_read_request(f, BIG, &req) < 0)
 		return NULL;
 	printf("fake target: READ of %u bytes, %s\n", req.length,
@@ -109,7 +116,8 @@ fake_target(void *arg)
 	if (mode_imm()) {
 		memset(f->send, 0xab, n);
 		fake_wr(&wr, &sge, f->send, n, f->send_mr->lkey, IBV_WR_SEND_WITH_IMM);
-		wr.imm_data = rb_reply_imm(req.tag);
+		/* imm-stale: another generation of the same slot */
+		wr.imm_data = rb_reply_imm(mode == MODE_IMM_STALE ? req.tag ^ 0x10000 : req.tag);
 	} else {
 		memset((uint8_t *)f->send + sizeof(struct rb_reply), 0xab, n);
 		fake_wr(&wr, &sge, f->send, (uint32_t)rb_reply_data_encode(f->send, &rep, n),
@@ -123,7 +131,7 @@ fake_target(void *arg)
 	}
 	fake_set(&replied);
 	/* A refused reply: the initiator closes the connection. */
-	if (!mode_good() && fake_wait_disconnect(f, FAKE_DEADLINE_S))
+	if (!mode_good() && mode != MODE_IMM_STALE && fake_wait_disconnect(f, FAKE_DEADLINE_S))
 		fake_set(&hung_up);
 	fake_set(&reply_seen);
 	return NULL;
@@ -162,7 +170,7 @@ main(int argc, char **argv)
 			break;
 		default:
 			fprintf(stderr, "usage: rdmablk-bad-reply -a ADDR [-p PORT] -m good|unasked|"
-				"short|imm|imm-unasked|imm-ungranted\n");
+				"short|imm|imm-unasked|imm-ungranted|imm-stale\n");
 			return 2;
 		}
 	}
@@ -177,7 +185,7 @@ main(int argc, char **argv)
 	       conn->read_imm ? "granted" : "NOT granted");
 	len = mode == MODE_UNASKED || mode == MODE_IMM_UNASKED ? BIG : RB_READ_INLINE_MAX;
 	memset(buf, 0x11, sizeof(buf));
-	r = fake_read(conn, buf, len);
+	r = fake_read(conn, buf, len, mode == MODE_IMM_STALE ? STALE_S : FAKE_DEADLINE_S);
 	if (fake_wait(&replied) < 0) {
 		fprintf(stderr, "rdmablk-bad-reply: the fake target did not reply\n");
 		return 1;
@@ -202,6 +210,9 @@ main(int argc, char **argv)
 		ok = r == 0 && strcmp(state, "the data") == 0 && conn->read_inline &&
 		     stats.inline_read_bytes == len &&
 		     stats.imm_read_replies == (mode == MODE_IMM ? 1u : 0u);
+	else if (mode == MODE_IMM_STALE)
+		ok = r < 0 && !touched && conn->read_imm &&
+		     stats.imm_read_replies == 0;
 	else
 		ok = r < 0 && !touched && hung_up && conn->read_inline &&
 		     conn->read_imm == (mode == MODE_IMM_UNASKED);

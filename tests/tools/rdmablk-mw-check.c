@@ -146,7 +146,7 @@ main(int argc, char **argv)
 	    fake_initiator("rdmablk-mw-check", addr, port, 65536, mr_static, &stats, &conn) < 0)
 		return 1;
 	printf("initiator: %s\n", conn->use_mw ? "memory windows" : "static pool MR");
-	r = fake_read(conn, buf, LEN);
+	r = fake_read(conn, buf, LEN, FAKE_DEADLINE_S);
 	memset(want, 0xab, sizeof(want));
 	if (r < 0 || memcmp(buf, want, LEN) != 0) {
 		fprintf(stderr, "rdmablk-mw-check: READ failed (%d) or wrong data\n", r);
