@@ -416,6 +416,67 @@ test_read_inline(void)
 	send_completes(1);
 }
 
+/* READ_IMM: a successful inline READ's reply is one SEND with immediate
+ * of the data alone, the tag's low half in the immediate, and never
+ * invalidates; a failed one, and a READ by RDMA WRITE, reply as before. */
+static void
+test_read_imm(void)
+{
+	struct rb_rep_info rep;
+	const char *why = "?";
+	struct ibv_send_wr *wr;
+
+	setup(DURABILITY_FUA, 1);
+	q.lim.read_inline = 1;
+	q.read_imm = 1;
+	q.send_inv = 1;
+	start(RB_OP_READ, RB_REQ_INLINE, 4096, 4096);
+	CHECK(fake.jobs == 1 && fake.last_job->op == JOB_READ && fake.last_job->len == 4096);
+	r.info.tag = UINT64_C(0x123456789abcdef0);
+	memset(pool_mem[0], 0x5a, 4096);
+	job_returns(0);
+	CHECK(r.state == REQ_REPLYING);
+	CHECK(fake.wr_write == 0 && fake.wr_send == 1 && fake.sq_used == 1 && r.send_slots == 1);
+	wr = fake.last_send;
+	CHECK(wr != NULL && wr->opcode == IBV_WR_SEND_WITH_IMM && wr->num_sge == 1 &&
+	      wr->imm_data == rb_reply_imm(UINT64_C(0x9abcdef0)) &&
+	      (wr->send_flags & IBV_SEND_SIGNALED) && !(wr->send_flags & IBV_SEND_INLINE));
+	if (wr == NULL || wr->num_sge != 1)
+		return;
+	CHECK(wr->sg_list[0].addr == (uintptr_t)pool_mem[0] &&
+	      wr->sg_list[0].length == 4096 && wr->sg_list[0].lkey == 1);
+	/* what the initiator receives: the buffer alone, and the immediate */
+	CHECK(rb_reply_imm_decode(wr->imm_data, pool_mem[0], 4096, &rep, &why) == 0);
+	CHECK(rep.tag == 0x9abcdef0u && rep.error == RB_OK && rep.data_len == 4096 &&
+	      ((const unsigned char *)rep.data)[4095] == 0x5a);
+	CHECK(q.bufs_held == 1);
+	send_completes(1);
+
+	/* a failed one: the 16-byte reply, no immediate */
+	setup(DURABILITY_FUA, 1);
+	q.lim.read_inline = 1;
+	q.read_imm = 1;
+	start(RB_OP_READ, RB_REQ_INLINE, 4096, 4096);
+	job_returns(-EIO);
+	wr = fake.last_send;
+	CHECK(wr != NULL && wr->opcode == IBV_WR_SEND && wr->num_sge == 1 &&
+	      wr->sg_list[0].addr == (uintptr_t)r.reply);
+	CHECK(reply().error == RB_EIO && fake.wr_write == 0);
+	send_completes(1);
+
+	/* a READ by RDMA WRITE: the WRITE, then the reply that kills its key */
+	setup(DURABILITY_FUA, 1);
+	q.lim.read_inline = 1;
+	q.read_imm = 1;
+	q.send_inv = 1;
+	start(RB_OP_READ, 0, 4096, 4096);
+	job_returns(0);
+	wr = fake.last_send;
+	CHECK(fake.wr_write == 1 && wr != NULL && wr->opcode == IBV_WR_SEND_WITH_INV &&
+	      wr->invalidate_rkey == 7);
+	send_completes(1);
+}
+
 static void
 test_write_durable(void)
 {
@@ -612,6 +673,7 @@ main(void)
 	log_init(1, LOG_LEVEL_ERROR);    /* the EIO paths log a warning each */
 	test_read();
 	test_read_inline();
+	test_read_imm();
 	test_write_durable();
 	test_sync_error();
 	test_rdma_read_fails();
