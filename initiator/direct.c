@@ -2,7 +2,8 @@
  *
  * A direct READ or non-inline WRITE names the caller's own bytes to the
  * target, through a window bound over exactly those bytes, instead of a
- * pool buffer of the slot.  Never with mr=static: one key over the whole
+ * pool buffer of the slot (a READ of at most 4 KiB comes in its reply
+ * instead when READ_IMM is granted: request.c, io_inline).  Never with mr=static: one key over the whole
  * region would expose all of it for the connection's lifetime.  The
  * caller's memory is reused as soon as the request is reported, so a
  * connection that dies with direct requests posted must be fenced before

@@ -461,7 +461,7 @@ struct rb_io {
 	uint32_t    copy_off;   /* ... gets data[copy_off, copy_off + copy_len) */
 	uint32_t    copy_len;
 	const void *wbuf;       /* WRITE source */
-	int         direct;     /* rbuf/wbuf lie in conn->direct_mr: no copy */
+	int         direct;     /* rbuf/wbuf lie in conn->direct_mr: no pool copy */
 	uint64_t    deadline_ns; /* when its owner gives up: its ttl */
 	uint8_t     rep_flags;  /* out: RB_REP_* */
 	/* BLOCK_STATUS: room for ext_max extents, ext_n filled (checked

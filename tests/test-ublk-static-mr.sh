@@ -2,9 +2,9 @@
 # guest-kernel: 6.12
 # test-shares: none
 # mr=static never exposes rdmablk-ublk's own buffers (docs/security.md, "Static MR"). With
-# memory windows (the default) the target moves READs and long WRITEs straight from and to the
-# ublk buffers, each through a window over that request's bytes alone, and the library copies
-# nothing (test-ublk-direct). With mr=static one key would cover the whole buffer area for the
+# memory windows (the default) the target moves READs over 4 KiB and long WRITEs straight from
+# and to the ublk buffers, each through a window over that request's bytes alone, and the
+# library copies nothing but small READs' one-packet replies (test-ublk-direct). With mr=static one key would cover the whole buffer area for the
 # connection's lifetime, so the device copies through the library's pool instead, whose exposure
 # is the documented one: 8 MiB written and read back in 1 MiB requests verify, the server's exit
 # line counts all 16 MiB as copied, and its log says why. On the old code the same run counted

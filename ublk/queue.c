@@ -179,8 +179,9 @@ ub_queue_create(struct ub_queue *q)
 		}
 		/* The kernel copies each request's data into or out of these
 		 * buffers: registered (by each connection, in its own PD), they
-		 * are the one copy (the target moves READs and non-inline
-		 * WRITEs from and to them directly). */
+		 * are the one copy (the target moves READs over 4 KiB and
+		 * non-inline WRITEs from and to them directly; a smaller READ's
+		 * data comes in its one-packet reply, copied in once). */
 		if (rb_aio_set_region(*cl, q->bufs, q->bufs_len) < 0) {
 			q->nconns++;        /* closed by ub_queue_destroy */
 			return -1;
