@@ -3,15 +3,16 @@
  * A direct READ or non-inline WRITE names the caller's own bytes to the
  * target, through a window bound over exactly those bytes, instead of a
  * pool buffer of the slot (a READ of at most 4 KiB comes in its reply
- * instead when READ_IMM is granted: request.c, io_inline).  Never with mr=static: one key over the whole
- * region would expose all of it for the connection's lifetime.  The
- * caller's memory is reused as soon as the request is reported, so a
- * connection that dies with direct requests posted must be fenced before
- * they are resent or failed: its windows are deallocated and the region is
- * deregistered, after which no RDMA of that connection, late or not, can
- * reach the memory (on rxe dereg waits for the responder's references).
- * The pool's rule ("a dead connection's unanswered slots are ORPHANED and
- * never reused") cannot protect memory the library does not own. */
+ * instead when READ_IMM is granted: request.c, io_inline).  Never with
+ * mr=static: one key over the whole region would expose all of it for
+ * the connection's lifetime.  The caller's memory is reused as soon as
+ * the request is reported, so a connection that dies with direct
+ * requests posted must be fenced before they are resent or failed: its
+ * windows are deallocated and the region is deregistered, after which no
+ * RDMA of that connection, late or not, can reach the memory (on rxe
+ * dereg waits for the responder's references).  The pool's rule ("a dead
+ * connection's unanswered slots are ORPHANED and never reused") cannot
+ * protect memory the library does not own. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
