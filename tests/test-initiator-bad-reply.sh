@@ -10,7 +10,8 @@
 # immediate (READ_IMM): accepted when granted and asked for (the control), refused as the
 # reply to a READ by RDMA WRITE, and refused on a connection not granted READ_IMM; one whose
 # immediate names another generation of the slot answers no outstanding request: dropped, and
-# the READ fails at its timeout with the caller's buffer untouched.
+# the READ fails at its timeout with the caller's buffer untouched. An RDMA WRITE with immediate
+# (it consumes a receive, but its data is not in it) is refused as well.
 # shellcheck source=tests/lib.sh
 . "$(dirname "$0")/lib.sh"
 
@@ -73,3 +74,10 @@ grep -q 'rejected a reply with a stale or unknown tag' "$LOGS/imm-stale.log" ||
 grep -q "READ: FAILED (.*); caller's buffer: untouched" "$LOGS/imm-stale.log" ||
     fail "imm-stale: unexpected result"
 ok "a reply with immediate of another generation of the slot: dropped, the READ failed at its timeout, untouched"
+
+step imm-write bad_reply -p 10885 -m imm-write || fail "an RDMA WRITE with immediate was taken for a reply"
+grep -q 'bad reply: an RDMA WRITE with immediate' "$LOGS/imm-write.log" ||
+    fail "imm-write: no error naming the RDMA WRITE with immediate"
+grep -q "READ: FAILED (.*); caller's buffer: untouched; connection: closed by the initiator" \
+    "$LOGS/imm-write.log" || fail "imm-write: unexpected result"
+ok "an RDMA WRITE with immediate in answer to a READ: refused, the connection closed"

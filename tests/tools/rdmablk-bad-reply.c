@@ -24,7 +24,11 @@
  *   imm-ungranted  READ_IMM not granted, and imm's reply all the same;
  *   imm-stale      imm's reply with the wrong generation bits in the
  *                  immediate: a reply to no outstanding request, dropped,
- *                  and the READ fails when it times out (STALE_S seconds).
+ *                  and the READ fails when it times out (STALE_S seconds);
+ *   imm-write      READ_IMM granted, and unasked's READ answered with an
+ *                  RDMA WRITE with immediate of 64 bytes through its key
+ *                  (the tag's low half in the immediate): it consumes a
+ *                  receive, but its data is not in the receive buffer.
  *
  * Prints "READ: OK|FAILED (ERR); caller's buffer: the data|untouched|CHANGED;
  * connection: up|closed by the initiator".  Exit 0 when good or imm
@@ -49,11 +53,12 @@
 #define STALE_S 3
 
 enum mode { MODE_GOOD, MODE_UNASKED, MODE_SHORT, MODE_IMM, MODE_IMM_UNASKED,
-	    MODE_IMM_UNGRANTED, MODE_IMM_STALE };
+	    MODE_IMM_UNGRANTED, MODE_IMM_STALE, MODE_IMM_WRITE };
 static const char *const mode_names[] = {
 	[MODE_GOOD] = "good", [MODE_UNASKED] = "unasked", [MODE_SHORT] = "short",
 	[MODE_IMM] = "imm", [MODE_IMM_UNASKED] = "imm-unasked",
 	[MODE_IMM_UNGRANTED] = "imm-ungranted", [MODE_IMM_STALE] = "imm-stale",
+	[MODE_IMM_WRITE] = "imm-write",
 };
 
 static const char *addr;
@@ -67,7 +72,8 @@ data_len(uint32_t req_len)
 {
 	switch (mode) {
 	case MODE_UNASKED:
-	case MODE_IMM_UNASKED: return UNASKED;
+	case MODE_IMM_UNASKED:
+	case MODE_IMM_WRITE:   return UNASKED;
 	case MODE_SHORT:       return SHORT;
 	default:               return req_len;
 	}
@@ -78,7 +84,7 @@ static int
 mode_imm(void)
 {
 	return mode == MODE_IMM || mode == MODE_IMM_UNASKED || mode == MODE_IMM_UNGRANTED ||
-	       mode == MODE_IMM_STALE;
+	       mode == MODE_IMM_STALE || mode == MODE_IMM_WRITE;
 }
 
 /* The fake target's reply is correct: the READ returns its data. */
@@ -104,8 +110,8 @@ fake_target(void *arg)
 
 	(void)arg;
 	if (fake_open(f, addr, port, &listening, FAKE_READ_INLINE |
-		      (mode == MODE_IMM || mode == MODE_IMM_UNASKED || mode == MODE_IMM_STALE ?
-		       FAKE_READ_IMM : 0), &h) < 0 ||
+		      (mode == MODE_IMM || mode == MODE_IMM_UNASKED || mode == MODE_IMM_STALE ||
+		       mode == MODE_IMM_WRITE ? FAKE_READ_IMM : 0), &h) < 0 ||
 	    fake_read_request(f, BIG, &req) < 0)
 		return NULL;
 	printf("fake target: READ of %u bytes, %s\n", req.length,
@@ -113,7 +119,13 @@ fake_target(void *arg)
 	n = data_len(req.length);
 	memset(&rep, 0, sizeof(rep));
 	rep.tag = req.tag;
-	if (mode_imm()) {
+	if (mode == MODE_IMM_WRITE) {
+		memset(f->send, 0xab, n);
+		fake_wr(&wr, &sge, f->send, n, f->send_mr->lkey, IBV_WR_RDMA_WRITE_WITH_IMM);
+		wr.wr.rdma.remote_addr = req.addr;
+		wr.wr.rdma.rkey = req.rkey;
+		wr.imm_data = rb_reply_imm(req.tag);
+	} else if (mode_imm()) {
 		memset(f->send, 0xab, n);
 		fake_wr(&wr, &sge, f->send, n, f->send_mr->lkey, IBV_WR_SEND_WITH_IMM);
 		/* imm-stale: another generation of the same slot */
@@ -124,6 +136,7 @@ fake_target(void *arg)
 			f->send_mr->lkey, IBV_WR_SEND);
 	}
 	printf("fake target: reply with %u bytes of data%s\n", n,
+	       mode == MODE_IMM_WRITE ? ", an RDMA WRITE with immediate" :
 	       mode_imm() ? " alone, with immediate" : "");
 	if (fake_send(f, &wr) < 0 || f->send_status != IBV_WC_SUCCESS) {
 		fake_fail("reply not sent");
@@ -170,7 +183,7 @@ main(int argc, char **argv)
 			break;
 		default:
 			fprintf(stderr, "usage: rdmablk-bad-reply -a ADDR [-p PORT] -m good|unasked|"
-				"short|imm|imm-unasked|imm-ungranted|imm-stale\n");
+				"short|imm|imm-unasked|imm-ungranted|imm-stale|imm-write\n");
 			return 2;
 		}
 	}
@@ -183,7 +196,8 @@ main(int argc, char **argv)
 	printf("initiator: inline reads %s, with immediate %s\n",
 	       conn->read_inline ? "granted" : "NOT granted",
 	       conn->read_imm ? "granted" : "NOT granted");
-	len = mode == MODE_UNASKED || mode == MODE_IMM_UNASKED ? BIG : RB_READ_INLINE_MAX;
+	len = mode == MODE_UNASKED || mode == MODE_IMM_UNASKED || mode == MODE_IMM_WRITE ? BIG :
+		RB_READ_INLINE_MAX;
 	memset(buf, 0x11, sizeof(buf));
 	r = fake_read(conn, buf, len, mode == MODE_IMM_STALE ? STALE_S : FAKE_DEADLINE_S);
 	if (fake_wait(&replied) < 0) {
@@ -215,7 +229,7 @@ main(int argc, char **argv)
 		     stats.imm_read_replies == 0;
 	else
 		ok = r < 0 && !touched && hung_up && conn->read_inline &&
-		     conn->read_imm == (mode == MODE_IMM_UNASKED);
+		     conn->read_imm == (mode == MODE_IMM_UNASKED || mode == MODE_IMM_WRITE);
 	rb_conn_unref(conn);
 	pthread_join(th, NULL);
 	return ok ? 0 : 1;
