@@ -66,17 +66,29 @@ static uint16_t port = 10897;
 static enum mode mode = MODE_GOOD;
 static int listening, replied, hung_up, reply_seen;   /* fake_set, fake_wait */
 
+/* The READ is BIG bytes, by RDMA WRITE (it carries a key), and the reply
+ * carries UNASKED bytes all the same; otherwise it is an inline 4 KiB. */
+static int
+mode_unasked(void)
+{
+	return mode == MODE_UNASKED || mode == MODE_IMM_UNASKED || mode == MODE_IMM_WRITE;
+}
+
+/* The fake target grants READ_IMM. */
+static int
+mode_grants_imm(void)
+{
+	return mode == MODE_IMM || mode == MODE_IMM_UNASKED || mode == MODE_IMM_STALE ||
+	       mode == MODE_IMM_WRITE;
+}
+
 /* The reply's data length for a READ of req_len bytes, by mode. */
 static uint32_t
 data_len(uint32_t req_len)
 {
-	switch (mode) {
-	case MODE_UNASKED:
-	case MODE_IMM_UNASKED:
-	case MODE_IMM_WRITE:   return UNASKED;
-	case MODE_SHORT:       return SHORT;
-	default:               return req_len;
-	}
+	if (mode_unasked())
+		return UNASKED;
+	return mode == MODE_SHORT ? SHORT : req_len;
 }
 
 /* The reply is the data alone, with immediate. */
@@ -109,9 +121,8 @@ fake_target(void *arg)
 	uint32_t n;
 
 	(void)arg;
-	if (fake_open(f, addr, port, &listening, FAKE_READ_INLINE |
-		      (mode == MODE_IMM || mode == MODE_IMM_UNASKED || mode == MODE_IMM_STALE ||
-		       mode == MODE_IMM_WRITE ? FAKE_READ_IMM : 0), &h) < 0 ||
+	if (fake_open(f, addr, port, &listening,
+		      FAKE_READ_INLINE | (mode_grants_imm() ? FAKE_READ_IMM : 0), &h) < 0 ||
 	    fake_read_request(f, BIG, &req) < 0)
 		return NULL;
 	printf("fake target: READ of %u bytes, %s\n", req.length,
@@ -196,8 +207,7 @@ main(int argc, char **argv)
 	printf("initiator: inline reads %s, with immediate %s\n",
 	       conn->read_inline ? "granted" : "NOT granted",
 	       conn->read_imm ? "granted" : "NOT granted");
-	len = mode == MODE_UNASKED || mode == MODE_IMM_UNASKED || mode == MODE_IMM_WRITE ? BIG :
-		RB_READ_INLINE_MAX;
+	len = mode_unasked() ? BIG : RB_READ_INLINE_MAX;
 	memset(buf, 0x11, sizeof(buf));
 	r = fake_read(conn, buf, len, mode == MODE_IMM_STALE ? STALE_S : FAKE_DEADLINE_S);
 	if (fake_wait(&replied) < 0) {
@@ -229,7 +239,7 @@ main(int argc, char **argv)
 		     stats.imm_read_replies == 0;
 	else
 		ok = r < 0 && !touched && hung_up && conn->read_inline &&
-		     conn->read_imm == (mode == MODE_IMM_UNASKED || mode == MODE_IMM_WRITE);
+		     conn->read_imm == mode_grants_imm();
 	rb_conn_unref(conn);
 	pthread_join(th, NULL);
 	return ok ? 0 : 1;
